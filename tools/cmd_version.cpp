@@ -1,0 +1,23 @@
+// cmd_version.cpp: `bertrain info`: version, threads and the oneDNN build in use.
+#include <oneapi/dnnl/dnnl.hpp>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "bertrain/core/threads.h"
+#include "bertrain/core/version.h"
+#include "commands.h"
+
+namespace bertrain::cli {
+namespace {
+Registrar reg{{"info", "print the version, thread count and oneDNN version", [](CLI::App&) {
+                 return std::function<int()>([] {
+                   const dnnl_version_t* v = dnnl_version();
+                   std::cout << "bertrain " << BERTRAIN_VERSION << "\nthreads " << num_threads() << "\noneDNN "
+                             << v->major << "." << v->minor << "." << v->patch << " (cpu runtime "
+                             << (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\n";
+                   return 0;
+                 });
+               }}};
+}  // namespace
+}  // namespace bertrain::cli

@@ -1,0 +1,73 @@
+// main.cpp: the `bertrain` executable. Parses the global flags, dispatches to a subcommand, and is the one
+// place that catches bertrain::Error: it logs one clear line and returns a non-zero exit code.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "bertrain/core/error.h"
+#include "bertrain/core/threads.h"
+#include "bertrain/core/version.h"
+#include "commands.h"
+
+namespace bertrain::cli {
+
+std::vector<Command>& registry() {
+  static std::vector<Command> r;
+  return r;
+}
+
+bool parse_bool_flag(const std::string& name, const std::string& v) {
+  std::string s = v;
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  if (s == "true" || s == "1" || s == "yes") return true;
+  if (s == "false" || s == "0" || s == "no") return false;
+  throw Error("--" + name + ": expected true or false, got '" + v + "'");
+}
+
+}  // namespace bertrain::cli
+
+int main(int argc, char** argv) {
+  using namespace bertrain;
+  CLI::App app{"bertrain: BERT pretraining and finetuning on CPUs"};
+  app.set_version_flag("--version", std::string("bertrain ") + BERTRAIN_VERSION);
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  int num_threads = 0;
+  app.add_option("--log_level", log_level, "trace, debug, info, warn, error, critical or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_option("--num_threads", num_threads, "threads for kernels and oneDNN (default: OMP_NUM_THREADS or all cores)");
+
+  auto& cmds = cli::registry();
+  std::sort(cmds.begin(), cmds.end(), [](const cli::Command& a, const cli::Command& b) { return a.name < b.name; });
+  std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
+  try {
+    for (auto& c : cmds) {
+      CLI::App* sub = app.add_subcommand(c.name, c.help);
+      runners.emplace_back(sub, c.setup(*sub));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "bertrain: internal error while setting up commands: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  try {
+    if (num_threads > 0) set_num_threads(num_threads);
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+  } catch (const bertrain::Error& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("unexpected error: {}", e.what());
+    return 1;
+  }
+  return 0;
+}
