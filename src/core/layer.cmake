@@ -1,0 +1,3 @@
+bertrain_add_layer(core
+  SOURCES core/error.cpp core/shape.cpp core/tensor.cpp core/allocator.cpp core/rng.cpp core/threads.cpp
+  PRIVATE_DEPS OpenMP::OpenMP_CXX)
