@@ -1,0 +1,64 @@
+// layers.h: the building blocks of BERT: Linear, LayerNorm, Embedding, Dropout, and initialisers.
+#pragma once
+
+#include "bertrain/core/rng.h"
+#include "bertrain/nn/module.h"
+#include "bertrain/ops/ops.h"
+
+namespace bertrain {
+
+/// y = x W^T + b; weight (out, in), bias (out), as torch.nn.Linear and Hugging Face checkpoints store them.
+/// Initialised as google-research/bert: weight ~ truncated normal(0, init_std), bias 0.
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias, double init_std, Rng& rng, DType dtype = DType::f32);
+  /// x: (..., in) -> (..., out).
+  Variable forward(const Variable& x) const;
+  const Variable& weight() const { return weight_; }
+  const Variable& bias() const { return bias_; }
+
+ private:
+  Variable weight_, bias_;
+};
+
+/// Layer norm over the last axis, weight 1 and bias 0 at start (Hugging Face names: weight, bias).
+class LayerNorm : public Module {
+ public:
+  LayerNorm(int64_t features, double eps, DType dtype = DType::f32);
+  /// x: (..., features) -> same shape.
+  Variable forward(const Variable& x) const;
+
+ private:
+  Variable weight_, bias_;
+  double eps_;
+};
+
+/// A lookup table (num, dim) initialised from truncated normal(0, init_std), as google-research/bert.
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num, int64_t dim, double init_std, Rng& rng, DType dtype = DType::f32);
+  /// ids: i32 of shape S -> S + (dim).
+  Variable forward(const Tensor& ids) const;
+  const Variable& weight() const { return weight_; }
+
+ private:
+  Variable weight_;
+};
+
+/// Inverted dropout with probability p; `stream` identifies this site so masks are keyed by
+/// (seed, stream, global sample index) (see DropoutKey).
+class Dropout : public Module {
+ public:
+  Dropout(double p, uint64_t stream);
+  /// x: (B, ...); first_row is the global sample index of x's row 0.
+  Variable forward(const Variable& x, uint64_t seed, int64_t first_row) const;
+
+ private:
+  double p_;
+  uint64_t stream_;
+};
+
+/// Plain SGD, w -= lr * grad, for every parameter that has a gradient (the optimizer layer has the real ones).
+void sgd_step(const std::vector<Variable>& params, double lr);
+
+}  // namespace bertrain

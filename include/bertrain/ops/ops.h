@@ -1,0 +1,96 @@
+// ops.h: every differentiable op of bertrain. Each op keeps its forward, the state its backward needs and
+// its backward side by side in src/ops/ (DESIGN.md section 2); gradients are defined only there.
+// Floating-point ops run in f32 (compute) and f64 (gradient checks); all tensors are contiguous row-major.
+// Every op throws bertrain::Error naming itself and the offending shapes on misuse.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bertrain/autograd/variable.h"
+
+namespace bertrain {
+
+// ---- matrix products (oneDNN matmul for f32, cached by shape; Eigen for f64) ----
+
+/// a: (M, K) or (K, M) when trans_a; b: (K, N) or (N, K) when trans_b -> (M, N).
+Variable matmul(const Variable& a, const Variable& b, bool trans_a = false, bool trans_b = false);
+/// Batched matmul over leading axes: a: (..., M, K), b: (..., K, N) (either transposed in its last two
+/// axes) with equal leading axes -> (..., M, N).
+Variable bmm(const Variable& a, const Variable& b, bool trans_a = false, bool trans_b = false);
+/// x: (..., in), weight: (out, in) as Hugging Face / PyTorch store it, bias: (out) or undefined -> (..., out).
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+
+// ---- element-wise; `b` broadcasts over the leading axes of `a` (its shape is a suffix of a's) ----
+
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+/// a * s for a constant s.
+Variable scale(const Variable& a, double s);
+
+enum class GeluForm {
+  erf,  ///< 0.5 x (1 + erf(x / sqrt 2)): "gelu" in Hugging Face configs and the released BERT checkpoints
+  tanh  ///< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): "gelu_new", "gelu_pytorch_tanh"
+};
+/// Hendrycks & Gimpel 2016, "Gaussian Error Linear Units", eq. for the exact form and its tanh approximation.
+Variable gelu(const Variable& x, GeluForm form = GeluForm::erf);
+Variable tanh(const Variable& x);
+Variable relu(const Variable& x);
+
+// ---- normalisation and attention ----
+
+/// Layer norm over the last axis (Ba et al. 2016): y = (x - mean) / sqrt(var + eps) * gamma + beta with the
+/// biased variance and eps inside the square root, statistics in f32 (f64 for f64 inputs), as
+/// torch.nn.LayerNorm and google-research/bert's layer_norm. x: (..., C), gamma, beta: (C).
+Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, double eps);
+
+/// Softmax over the last axis of x + mask. x: (B, ..., N); mask: undefined, or additive (B, N) f32/f64 added
+/// to every row of sample b (google-research/bert's (1 - attention_mask) * -10000). Not differentiable in mask.
+Variable softmax(const Variable& x, const Tensor& mask = Tensor());
+
+/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis) is
+/// dropped when a keyed Philox draw (seed, stream, (first_row + r) * 2^32 + j / 4) falls below p, so masks
+/// depend on the global sample index and the site, never on micro-batch split, rank or thread count.
+struct DropoutKey {
+  uint64_t seed = 0;
+  uint64_t stream = 0;    ///< one per dropout site (layer)
+  int64_t first_row = 0;  ///< global index of row 0 of x
+};
+/// Inverted dropout: kept values are scaled by 1 / (1 - p) in training; the identity when !training or p == 0.
+Variable dropout(const Variable& x, double p, bool training, const DropoutKey& key);
+
+// ---- indexing ----
+
+/// Rows of `table` at `ids`: table (V, H), ids i32 of any shape S -> S + (H). Backward scatter-adds,
+/// repeated ids accumulate. Throws naming the bad id when an id is outside [0, V).
+Variable embedding(const Variable& table, const Tensor& ids);
+/// Rows of x (N, H) at idx i32 (M) -> (M, H) (masked positions of a flattened (B*T, H) sequence output).
+Variable gather_rows(const Variable& x, const Tensor& idx);
+
+/// Softmax cross-entropy from logits (N, C) with integer labels i32 (N): returns sum_i w_i * ce_i / normalizer
+/// as a scalar. weights: f32/f64 (N) or undefined (all 1); rows whose label is ignore_index count with weight 0.
+/// google-research/bert's masked-LM loss is this with normalizer = sum(w) + 1e-5 (CASES.md C10).
+Variable cross_entropy(const Variable& logits, const Tensor& labels, const Tensor& weights, double normalizer,
+                       int32_t ignore_index = -100);
+
+// ---- shape ----
+
+Variable reshape(const Variable& x, const Shape& shape);
+/// Swaps axes d0 and d1 (a copy: tensors are always contiguous).
+Variable transpose(const Variable& x, int d0, int d1);
+/// Reorders the axes: output axis i is input axis perm[i] (a copy).
+Variable permute(const Variable& x, const std::vector<int>& perm);
+/// Elements [begin, end) along axis `dim` (a copy unless dim is the first axis).
+Variable slice(const Variable& x, int dim, int64_t begin, int64_t end);
+/// Joins along axis `dim`; all other axes must agree.
+Variable concat(const std::vector<Variable>& xs, int dim);
+
+// ---- reductions (fixed summation order: identical results for any thread count) ----
+
+/// Sum of all elements -> shape ().
+Variable sum(const Variable& x);
+/// Mean of all elements -> shape ().
+Variable mean(const Variable& x);
+
+}  // namespace bertrain

@@ -1,0 +1,118 @@
+// gemm.cpp: oneDNN matmul for f32 with transposes expressed as strides (no copies), and accumulation as a
+// sum post-op; Eigen for f64 (oneDNN has no f64 matmul). Primitives are cached by shape.
+#include "kernels/gemm.h"
+
+#include <Eigen/Core>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+
+namespace bertrain::kernels {
+
+namespace {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool>;
+
+struct Prim {
+  dnnl::matmul prim;
+  dnnl::memory::desc a, b, c, bias;
+};
+
+std::mutex g_mu;
+std::map<Key, Prim> g_cache;
+int64_t g_created = 0;
+
+dnnl::memory::desc md(int64_t batch, int64_t rows, int64_t cols, bool trans) {
+  // logical (batch, rows, cols); stored as (batch, cols, rows) when trans.
+  using dims = dnnl::memory::dims;
+  dims d{batch, rows, cols};
+  dims st = trans ? dims{rows * cols, 1, rows} : dims{rows * cols, cols, 1};
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, st);
+}
+
+const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias) {
+  Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias};
+  std::lock_guard<std::mutex> g(g_mu);
+  auto it = g_cache.find(key);
+  if (it != g_cache.end()) return it->second;
+  Prim p;
+  p.a = md(s.batch, s.m, s.k, s.trans_a);
+  p.b = md(s.batch, s.k, s.n, s.trans_b);
+  p.c = md(s.batch, s.m, s.n, false);
+  dnnl::primitive_attr attr;
+  if (acc) {
+    dnnl::post_ops po;
+    po.append_sum(1.0f);
+    attr.set_post_ops(po);
+  }
+  if (has_bias) {
+    p.bias = dnnl::memory::desc({1, 1, s.n}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.n, s.n, 1});
+    dnnl::matmul::desc d(p.a, p.b, p.bias, p.c);
+    p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+  } else {
+    dnnl::matmul::desc d(p.a, p.b, p.c);
+    p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+  }
+  ++g_created;
+  return g_cache.emplace(key, std::move(p)).first->second;
+}
+
+void gemm_f64(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool acc, const Tensor* bias) {
+  using M = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const double* pa = a.data<double>();
+  const double* pb = b.data<double>();
+  double* pc = c.data<double>();
+  for (int64_t i = 0; i < s.batch; ++i) {
+    Eigen::Map<const M> A(pa + i * s.m * s.k, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k);
+    Eigen::Map<const M> B(pb + i * s.k * s.n, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n);
+    Eigen::Map<M> C(pc + i * s.m * s.n, s.m, s.n);
+    M r;
+    if (s.trans_a && s.trans_b) r = A.transpose() * B.transpose();
+    else if (s.trans_a) r = A.transpose() * B;
+    else if (s.trans_b) r = A * B.transpose();
+    else r = A * B;
+    if (bias) r.rowwise() += Eigen::Map<const Eigen::RowVectorXd>(bias->data<double>(), s.n);
+    if (acc) C += r;
+    else C = r;
+  }
+}
+
+}  // namespace
+
+void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate, const Tensor* bias) {
+  BERTRAIN_ASSERT(a.numel() == s.batch * s.m * s.k && b.numel() == s.batch * s.k * s.n &&
+                  c.numel() == s.batch * s.m * s.n);
+  if (s.m == 0 || s.n == 0) return;
+  if (s.k == 0) {
+    if (!accumulate) c.zero();
+    return;
+  }
+  if (a.dtype() == DType::f64) {
+    gemm_f64(s, a, b, c, accumulate, bias);
+    return;
+  }
+  BERTRAIN_ASSERT(a.dtype() == DType::f32 && b.dtype() == DType::f32 && c.dtype() == DType::f32);
+  const Prim& p = get_prim(s, accumulate, bias != nullptr);
+  static thread_local dnnl::stream stream(engine());
+  dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
+  if (bias) {
+    dnnl::memory biasm(p.bias, engine(), bias->raw_data());
+    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
+  } else {
+    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  }
+  stream.wait();
+}
+
+int64_t gemm_primitives_created() {
+  std::lock_guard<std::mutex> g(g_mu);
+  return g_created;
+}
+
+}  // namespace bertrain::kernels

@@ -1,0 +1,1 @@
+bertrain_add_layer(nn SOURCES nn/module.cpp PUBLIC_DEPS bertrain::ops)

@@ -1,0 +1,139 @@
+// matmul.cpp: matmul, bmm and linear, forward and backward side by side; all go through kernels::gemm.
+#include "bertrain/ops/ops.h"
+#include "kernels/gemm.h"
+#include "kernels/reduce.h"
+#include "ops/op_util.h"
+
+namespace bertrain {
+
+using kernels::GemmShape;
+
+namespace {
+
+/// Shapes of a (possibly batched) product; throws "<op>: (..) x (..) ..." on a mismatch.
+GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, int batch_dims) {
+  detail::check_float(op, a);
+  BERTRAIN_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ: ", a.desc(), " x ", b.desc());
+  BERTRAIN_CHECK(a.dim() == batch_dims + 2 && b.dim() == batch_dims + 2, op, ": ", a.shape().str(), " x ",
+                 b.shape().str(), ": expected ", batch_dims + 2, "-d operands");
+  GemmShape s;
+  for (int i = 0; i < batch_dims; ++i) {
+    BERTRAIN_CHECK(a.size(i) == b.size(i), op, ": ", a.shape().str(), " x ", b.shape().str(),
+                   ": batch dimensions differ");
+    s.batch *= a.size(i);
+  }
+  s.m = ta ? a.size(-1) : a.size(-2);
+  int64_t ka = ta ? a.size(-2) : a.size(-1);
+  int64_t kb = tb ? b.size(-1) : b.size(-2);
+  s.n = tb ? b.size(-2) : b.size(-1);
+  BERTRAIN_CHECK(ka == kb, op, ": ", a.shape().str(), (ta ? "^T" : ""), " x ", b.shape().str(), (tb ? "^T" : ""),
+                 ": inner dimensions ", ka, " and ", kb, " differ");
+  s.k = ka;
+  s.trans_a = ta;
+  s.trans_b = tb;
+  return s;
+}
+
+struct MatmulOp {
+  static constexpr const char* kName = "matmul";
+  struct Saved {
+    Tensor a, b;
+    GemmShape s;
+    Shape a_shape, b_shape;
+  };
+  static Tensor forward(const GemmShape& s, const Tensor& a, const Tensor& b, Shape out_shape) {
+    Tensor c = Tensor::empty(out_shape, a.dtype());
+    kernels::gemm(s, a, b, c, false);
+    return c;
+  }
+  // C = op(A) op(B). See the derivation: dA = dC op(B)^T, dB = op(A)^T dC, written for stored layouts.
+  static void backward(const Saved& sv, const Tensor& dc, std::vector<GradSlot>& g) {
+    const GemmShape& s = sv.s;
+    if (g[0].needed()) {
+      Tensor& da = g[0].prepare(sv.a_shape, dc.dtype());
+      if (!s.trans_a) kernels::gemm({s.batch, s.m, s.k, s.n, false, !s.trans_b}, dc, sv.b, da, g[0].accumulate);
+      else kernels::gemm({s.batch, s.k, s.m, s.n, s.trans_b, true}, sv.b, dc, da, g[0].accumulate);
+    }
+    if (g[1].needed()) {
+      Tensor& db = g[1].prepare(sv.b_shape, dc.dtype());
+      if (!s.trans_b) kernels::gemm({s.batch, s.k, s.n, s.m, !s.trans_a, false}, sv.a, dc, db, g[1].accumulate);
+      else kernels::gemm({s.batch, s.n, s.k, s.m, true, s.trans_a}, dc, sv.a, db, g[1].accumulate);
+    }
+  }
+};
+
+Variable product(const char* op, const Variable& a, const Variable& b, bool ta, bool tb, int batch_dims) {
+  const Tensor& av = a.value();
+  const Tensor& bv = b.value();
+  GemmShape s = product_shape(op, av, bv, ta, tb, batch_dims);
+  Shape out;
+  for (int i = 0; i < batch_dims; ++i) out.push_back(av.size(i));
+  out.push_back(s.m);
+  out.push_back(s.n);
+  Tensor c = MatmulOp::forward(s, av, bv, out);
+  return detail::record<MatmulOp>(c, {a, b}, {av, bv, s, av.shape(), bv.shape()});
+}
+
+struct LinearOp {
+  static constexpr const char* kName = "linear";
+  struct Saved {
+    Tensor x2, w;  // x2: (N, in)
+    Shape x_shape;
+    bool has_bias;
+  };
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    const int64_t n = sv.x2.size(0), in = sv.x2.size(1), out = sv.w.size(0);
+    Tensor dy2 = dy.reshape({n, out});
+    if (g[0].needed()) {
+      Tensor& dx = g[0].prepare(sv.x_shape, dy.dtype());
+      Tensor dx2 = dx.reshape({n, in});
+      kernels::gemm({1, n, in, out, false, false}, dy2, sv.w, dx2, g[0].accumulate);
+    }
+    if (g[1].needed()) {
+      Tensor& dw = g[1].prepare(sv.w.shape(), dy.dtype());
+      kernels::gemm({1, out, in, n, true, false}, dy2, sv.x2, dw, g[1].accumulate);
+    }
+    if (sv.has_bias && g[2].needed()) {
+      Tensor& db = g[2].prepare({out}, dy.dtype());
+      BERTRAIN_DISPATCH_FLOAT(dy.dtype(), "linear",
+                              kernels::sum_rows<T>(dy2.data<T>(), n, out, db.data<T>(), g[2].accumulate));
+    }
+  }
+};
+
+}  // namespace
+
+Variable matmul(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
+  return product("matmul", a, b, trans_a, trans_b, 0);
+}
+
+Variable bmm(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
+  BERTRAIN_CHECK(a.value().dim() >= 3, "bmm: ", a.shape().str(), " x ", b.shape().str(),
+                 ": expected operands with at least 3 dimensions");
+  return product("bmm", a, b, trans_a, trans_b, a.value().dim() - 2);
+}
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  const Tensor& xv = x.value();
+  const Tensor& w = weight.value();
+  detail::check_float("linear", xv);
+  BERTRAIN_CHECK(w.dim() == 2 && xv.dim() >= 1 && xv.size(-1) == w.size(1), "linear: input ", xv.shape().str(),
+                 " x weight ", w.shape().str(), ": expected weight (out, ", xv.dim() ? xv.size(-1) : 0, ")");
+  BERTRAIN_CHECK(xv.dtype() == w.dtype(), "linear: dtypes differ: ", xv.desc(), " and weight ", w.desc());
+  const int64_t in = w.size(1), out = w.size(0), n = xv.numel() / in;
+  const Tensor* b = nullptr;
+  if (bias.defined()) {
+    BERTRAIN_CHECK(bias.value().dim() == 1 && bias.value().size(0) == out && bias.dtype() == w.dtype(),
+                   "linear: bias ", bias.value().desc(), " does not match weight ", w.desc());
+    b = &bias.value();
+  }
+  Shape ys = xv.shape();
+  ys[ys.size() - 1] = out;
+  Tensor y = Tensor::empty(ys, xv.dtype());
+  Tensor x2 = xv.reshape({n, in});
+  Tensor y2 = y.reshape({n, out});
+  kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
+  return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr});
+}
+
+}  // namespace bertrain

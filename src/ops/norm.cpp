@@ -1,0 +1,252 @@
+// norm.cpp: layer_norm, softmax with an additive mask, and keyed dropout.
+#include <algorithm>
+#include <cmath>
+
+#include "bertrain/core/rng.h"
+#include "bertrain/ops/ops.h"
+#include "kernels/reduce.h"
+#include "ops/op_util.h"
+
+namespace bertrain {
+
+namespace {
+
+// ---------------------------------------------------------------- layer_norm
+// y = x_hat * gamma + beta, x_hat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (biased variance).
+// Backward (per row, C = row length): dx_hat = dy * gamma;
+// dx = rstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)); dgamma = sum_rows dy * x_hat;
+// dbeta = sum_rows dy. As llm.c's layernorm_backward and torch.nn.LayerNorm.
+struct LayerNormOp {
+  static constexpr const char* kName = "layer_norm";
+  struct Saved {
+    Tensor x_hat, rstd, gamma;  // x_hat: (N, C), rstd: (N), gamma: (C)
+    Shape x_shape;
+  };
+  template <class T>
+  static void fwd(const T* x, const T* gamma, const T* beta, T* y, T* x_hat, T* rstd, int64_t rows, int64_t c,
+                  double eps) {
+#pragma omp parallel for schedule(static) if (rows * c > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * c;
+      T m = 0;
+#pragma omp simd reduction(+ : m)
+      for (int64_t i = 0; i < c; ++i) m += xr[i];
+      m /= static_cast<T>(c);
+      T v = 0;
+#pragma omp simd reduction(+ : v)
+      for (int64_t i = 0; i < c; ++i) v += (xr[i] - m) * (xr[i] - m);
+      v /= static_cast<T>(c);
+      const T rs = T(1) / std::sqrt(v + static_cast<T>(eps));
+      rstd[r] = rs;
+      T* hr = x_hat + r * c;
+      T* yr = y + r * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) {
+        T h = (xr[i] - m) * rs;
+        hr[i] = h;
+        yr[i] = h * gamma[i] + beta[i];
+      }
+    }
+  }
+  template <class T>
+  static void bwd(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    const int64_t c = sv.gamma.numel(), rows = dy.numel() / c;
+    const T* d = dy.data<T>();
+    const T* h = sv.x_hat.data<T>();
+    if (g[0].needed()) {
+      Tensor& dx = g[0].prepare(sv.x_shape, dy.dtype());
+      T* o = dx.data<T>();
+      const T* gm = sv.gamma.data<T>();
+      const T* rs = sv.rstd.data<T>();
+      const bool acc = g[0].accumulate;
+#pragma omp parallel for schedule(static) if (rows * c > 16384)
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* dr = d + r * c;
+        const T* hr = h + r * c;
+        T* orow = o + r * c;
+        T s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
+        for (int64_t i = 0; i < c; ++i) {
+          T dh = dr[i] * gm[i];
+          s1 += dh;
+          s2 += dh * hr[i];
+        }
+        s1 /= static_cast<T>(c);
+        s2 /= static_cast<T>(c);
+        const T rr = rs[r];
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) {
+          T v = rr * (dr[i] * gm[i] - s1 - hr[i] * s2);
+          orow[i] = acc ? orow[i] + v : v;
+        }
+      }
+    }
+    T* dg = nullptr;
+    T* db = nullptr;
+    if (g[1].needed()) dg = g[1].prepare({c}, dy.dtype()).template data<T>();
+    if (g[2].needed()) db = g[2].prepare({c}, dy.dtype()).template data<T>();
+    if (dg || db) kernels::sum_rows_prod<T>(d, h, rows, c, dg, g[1].accumulate, db, g[2].accumulate);
+  }
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
+  }
+};
+
+// ---------------------------------------------------------------- softmax
+// y = softmax(x + mask) over the last axis; dx = y * (dy - sum(dy * y)).
+struct SoftmaxOp {
+  static constexpr const char* kName = "softmax";
+  struct Saved {
+    Tensor y;
+  };
+  template <class T>
+  static void fwd(const T* x, const T* mask, T* y, int64_t rows, int64_t n, int64_t rows_per_sample) {
+#pragma omp parallel for schedule(static) if (rows * n > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * n;
+      const T* mr = mask ? mask + (r / rows_per_sample) * n : nullptr;
+      T* yr = y + r * n;
+      T mx = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) mx = std::max(mx, mr ? xr[i] + mr[i] : xr[i]);
+      T s = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        T e = std::exp((mr ? xr[i] + mr[i] : xr[i]) - mx);
+        yr[i] = e;
+        s += e;
+      }
+      const T inv = T(1) / s;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+    }
+  }
+  template <class T>
+  static void bwd(const Saved& sv, const Tensor& dy, GradSlot& g) {
+    const int64_t n = sv.y.size(-1), rows = n ? sv.y.numel() / n : 0;
+    Tensor& dx = g.prepare(dy.shape(), dy.dtype());
+    const T* d = dy.data<T>();
+    const T* y = sv.y.data<T>();
+    T* o = dx.data<T>();
+    const bool acc = g.accumulate;
+#pragma omp parallel for schedule(static) if (rows * n > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* dr = d + r * n;
+      const T* yr = y + r * n;
+      T* orow = o + r * n;
+      T s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < n; ++i) s += dr[i] * yr[i];
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        T v = yr[i] * (dr[i] - s);
+        orow[i] = acc ? orow[i] + v : v;
+      }
+    }
+  }
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    if (!g[0].needed()) return;
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g[0]));
+  }
+};
+
+// ---------------------------------------------------------------- dropout
+struct DropoutOp {
+  static constexpr const char* kName = "dropout";
+  struct Saved {
+    Tensor keep;  // i8, 1 = kept
+    double scale;
+  };
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    if (!g[0].needed()) return;
+    Tensor& dx = g[0].prepare(dy.shape(), dy.dtype());
+    const int64_t n = dy.numel();
+    const int8_t* k = sv.keep.data<int8_t>();
+    const bool acc = g[0].accumulate;
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, {
+      const T* d = dy.data<T>();
+      T* o = dx.data<T>();
+      const T s = static_cast<T>(sv.scale);
+_Pragma("omp parallel for simd if (n > 32768)")
+      for (int64_t i = 0; i < n; ++i) {
+        T v = k[i] ? d[i] * s : T(0);
+        o[i] = acc ? o[i] + v : v;
+      }
+    });
+  }
+};
+
+}  // namespace
+
+Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, double eps) {
+  const Tensor& xv = x.value();
+  detail::check_float("layer_norm", xv);
+  BERTRAIN_CHECK(xv.dim() >= 1, "layer_norm: input ", xv.shape().str(), " has no last axis");
+  const int64_t c = xv.size(-1);
+  BERTRAIN_CHECK(gamma.value().shape() == Shape({c}) && beta.value().shape() == Shape({c}),
+                 "layer_norm: input ", xv.shape().str(), " needs gamma and beta of shape (", c, "), got ",
+                 gamma.value().shape().str(), " and ", beta.value().shape().str());
+  BERTRAIN_CHECK(gamma.dtype() == xv.dtype() && beta.dtype() == xv.dtype(), "layer_norm: dtypes differ: ",
+                 xv.desc(), ", ", gamma.value().desc(), ", ", beta.value().desc());
+  BERTRAIN_CHECK(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
+  const int64_t rows = c ? xv.numel() / c : 0;
+  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
+  Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
+  Tensor rstd = Tensor::empty({rows}, xv.dtype());
+  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "layer_norm",
+                          LayerNormOp::fwd<T>(xv.data<T>(), gamma.value().data<T>(), beta.value().data<T>(),
+                                              y.data<T>(), x_hat.data<T>(), rstd.data<T>(), rows, c, eps));
+  return detail::record<LayerNormOp>(y, {x, gamma, beta}, {x_hat, rstd, gamma.value(), xv.shape()});
+}
+
+Variable softmax(const Variable& x, const Tensor& mask) {
+  const Tensor& xv = x.value();
+  detail::check_float("softmax", xv);
+  BERTRAIN_CHECK(xv.dim() >= 1, "softmax: input ", xv.shape().str(), " has no last axis");
+  const int64_t n = xv.size(-1), rows = n ? xv.numel() / n : 0;
+  int64_t rows_per_sample = 1;
+  if (mask.defined()) {
+    BERTRAIN_CHECK(mask.dim() == 2 && xv.dim() >= 2 && mask.size(0) == xv.size(0) && mask.size(1) == n,
+                   "softmax: mask ", mask.shape().str(), " does not fit input ", xv.shape().str(),
+                   ": expected (", xv.dim() >= 2 ? xv.size(0) : 0, ", ", n, ")");
+    BERTRAIN_CHECK(mask.dtype() == xv.dtype(), "softmax: mask dtype ", dtype_name(mask.dtype()), " differs from ",
+                   dtype_name(xv.dtype()));
+    rows_per_sample = rows / xv.size(0);
+  }
+  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
+  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "softmax",
+                          SoftmaxOp::fwd<T>(xv.data<T>(), mask.defined() ? mask.data<T>() : nullptr, y.data<T>(),
+                                            rows, n, rows_per_sample));
+  return detail::record<SoftmaxOp>(y, {x}, {y});
+}
+
+Variable dropout(const Variable& x, double p, bool training, const DropoutKey& key) {
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "dropout: p must be in [0, 1), got ", p);
+  if (!training || p == 0.0) return x;
+  const Tensor& xv = x.value();
+  detail::check_float("dropout", xv);
+  BERTRAIN_CHECK(xv.dim() >= 1, "dropout: input ", xv.shape().str(), " needs a sample axis");
+  const int64_t n = xv.numel(), rows = xv.size(0), per_row = rows ? n / rows : 0;
+  BERTRAIN_CHECK(per_row < (int64_t{1} << 34), "dropout: ", per_row, " elements per sample exceed the key space");
+  Tensor keep = Tensor::empty(xv.shape(), DType::i8);
+  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
+  int8_t* k = keep.data<int8_t>();
+  const float pf = static_cast<float>(p);
+  const double sc = 1.0 / (1.0 - p);
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t base = static_cast<uint64_t>(key.first_row + r) << 32;
+    for (int64_t j = 0; j < per_row; j += 4) {
+      auto w = philox_keyed(key.seed, key.stream, base + static_cast<uint64_t>(j / 4));
+      for (int64_t q = 0; q < 4 && j + q < per_row; ++q) k[r * per_row + j + q] = u32_to_unit_float(w[q]) >= pf;
+    }
+  }
+  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "dropout", {
+    const T* xs = xv.data<T>();
+    T* o = y.data<T>();
+    const T s = static_cast<T>(sc);
+_Pragma("omp parallel for simd if (n > 32768)")
+    for (int64_t i = 0; i < n; ++i) o[i] = k[i] ? xs[i] * s : T(0);
+  });
+  return detail::record<DropoutOp>(y, {x}, {keep, sc});
+}
+
+}  // namespace bertrain
