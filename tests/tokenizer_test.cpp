@@ -206,8 +206,8 @@ TEST(WordpieceTokenizer, C07GreedyLongestMatchFirst) {
   EXPECT_EQ(wp.tokenize("unaffable abx a"), (Tokens{"un", "##aff", "##able", "[UNK]", "a"}));
   Tokens want200 = {"a"};
   for (int i = 0; i < 199; ++i) want200.push_back("##b");
-  EXPECT_EQ(wp.tokenize("a" + repeat("b", 199)), want200);
-  EXPECT_EQ(wp.tokenize("a" + repeat("b", 200)), (Tokens{"[UNK]"}));
+  EXPECT_EQ(wp.tokenize(std::string("a").append(repeat("b", 199))), want200);
+  EXPECT_EQ(wp.tokenize(std::string("a").append(repeat("b", 200))), (Tokens{"[UNK]"}));
   Tokens want_e = {"é"};
   for (int i = 0; i < 199; ++i) want_e.push_back("##é");
   EXPECT_EQ(wp.tokenize(repeat("é", 200)), want_e);  // 400 bytes, 200 code points

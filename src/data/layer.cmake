@@ -8,6 +8,7 @@ bertrain_add_layer(data
     data/sha256.cpp
     data/vocab.cpp
     data/tokenizer.cpp
+    data/sentencepiece_tokenizer.cpp
   PUBLIC_DEPS
     bertrain::core
   PRIVATE_DEPS
