@@ -1,0 +1,2 @@
+# Tokenizer and vocab tests (data layer): CASES.md C01-C08, vocab validation, golden outputs, CLI.
+bertrain_add_test(tokenizer_test SOURCES tokenizer_test.cpp)
