@@ -3,3 +3,4 @@
 bertrain_add_test(data_pretraining_test SOURCES data_pretraining_test.cpp LIBS OpenMP::OpenMP_CXX)
 pkg_check_modules(HDF5_TEST REQUIRED IMPORTED_TARGET hdf5)
 bertrain_add_test(data_hdf5_test SOURCES data_hdf5_test.cpp LIBS PkgConfig::HDF5_TEST OpenMP::OpenMP_CXX)
+bertrain_add_test(data_loader_test SOURCES data_loader_test.cpp)

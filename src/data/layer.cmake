@@ -1,6 +1,6 @@
 # data layer: tokenizers, pretraining instances, HDF5 shards, loaders (knows no autograd).
 bertrain_add_layer(data
-  SOURCES data/pretraining.cpp data/hdf5_shard.cpp
+  SOURCES data/pretraining.cpp data/hdf5_shard.cpp data/loader.cpp
   PUBLIC_DEPS bertrain::core)
 
 # Pretraining data, HDF5 shards and the loader (issue 4).
