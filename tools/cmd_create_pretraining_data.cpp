@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <unistd.h>
 
 #include "bertrain/core/threads.h"
 #include "bertrain/data/hdf5_shard.h"
