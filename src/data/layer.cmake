@@ -1,8 +1,15 @@
-# data layer: tokenizers, pretraining instances, HDF5 shards, loaders (knows no autograd).
-bertrain_add_layer(data
-  SOURCES data/pretraining.cpp data/hdf5_shard.cpp data/loader.cpp
-  PUBLIC_DEPS bertrain::core)
-
-# Pretraining data, HDF5 shards and the loader (issue 4).
+# data layer: tokenizers and vocab, pretraining data, HDF5 shards, loaders (DESIGN.md section 1). Knows no autograd.
+# One source or dependency per line, so work on different parts of the layer merges line by line.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5)
-target_link_libraries(bertrain_data PRIVATE OpenMP::OpenMP_CXX PkgConfig::HDF5 nlohmann_json::nlohmann_json)
+bertrain_add_layer(data
+  SOURCES
+    data/pretraining.cpp
+    data/hdf5_shard.cpp
+    data/loader.cpp
+  PUBLIC_DEPS
+    bertrain::core
+  PRIVATE_DEPS
+    PkgConfig::HDF5
+    OpenMP::OpenMP_CXX
+    nlohmann_json::nlohmann_json
+)
