@@ -4,7 +4,10 @@
 
 #include <hdf5.h>
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -69,21 +72,54 @@ void write_dataset(hid_t file, const std::string& path, const char* name, const 
   Handle space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
   H5_CHECK(space.get(), path, ": cannot create the dataspace of '", name, "'");
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  hsize_t chunk_dims[2] = {1, 1};
   H5_CHECK(H5Pset_obj_track_times(dcpl.get(), 0), path, ": cannot turn off timestamps");
   if (rows > 0) {
     // Chunks of about 256 KiB: big enough for gzip, small enough for partial reads.
     const int64_t row_bytes = std::max<int64_t>(1, cols) * static_cast<int64_t>(sizeof(T));
-    hsize_t chunk[2] = {static_cast<hsize_t>(std::clamp<int64_t>((256 << 10) / row_bytes, 1, rows)), dims[1]};
-    H5_CHECK(H5Pset_chunk(dcpl.get(), rank, chunk), path, ": cannot set chunking of '", name, "'");
+    chunk_dims[0] = static_cast<hsize_t>(std::clamp<int64_t>((256 << 10) / row_bytes, 1, rows));
+    chunk_dims[1] = dims[1];
+    H5_CHECK(H5Pset_chunk(dcpl.get(), rank, chunk_dims), path, ": cannot set chunking of '", name, "'");
     if (gzip_level > 0) H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(gzip_level)), path, ": no gzip");
   }
   const hid_t file_type = sizeof(T) == 4 ? H5T_STD_I32LE : H5T_STD_I8LE;
   const hid_t mem_type = sizeof(T) == 4 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT8;
   Handle ds(H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
   H5_CHECK(ds.get(), path, ": cannot create dataset '", name, "'");
-  if (rows > 0)
+  if (rows == 0) return;
+  if (gzip_level == 0) {
     H5_CHECK(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), path,
              ": cannot write dataset '", name, "'");
+    return;
+  }
+  // gzip the chunks in parallel (zlib compress2, the stream HDF5's deflate filter writes and reads) and hand
+  // them to HDF5 as they are: the serial libhdf5 is not thread-safe, zlib is. The edge chunk is zero-padded
+  // to the full chunk shape, as HDF5 stores it. The bytes do not depend on the thread count.
+  const int64_t chunk_rows = static_cast<int64_t>(chunk_dims[0]);
+  const int64_t row_elems = std::max<int64_t>(1, cols);
+  const int64_t nchunks = (rows + chunk_rows - 1) / chunk_rows;
+  std::vector<std::vector<unsigned char>> packed(static_cast<size_t>(nchunks));
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < nchunks; ++c) {
+    std::vector<T> buf(static_cast<size_t>(chunk_rows * row_elems), T{0});
+    const int64_t r0 = c * chunk_rows, r1 = std::min(rows, r0 + chunk_rows);
+    std::copy(data.begin() + r0 * row_elems, data.begin() + r1 * row_elems, buf.begin());
+    const uLong src_len = static_cast<uLong>(buf.size() * sizeof(T));
+    uLongf dst_len = compressBound(src_len);
+    auto& out = packed[static_cast<size_t>(c)];
+    out.resize(dst_len);
+    if (compress2(out.data(), &dst_len, reinterpret_cast<const Bytef*>(buf.data()), src_len, gzip_level) != Z_OK)
+      failed = true;
+    out.resize(dst_len);
+  }
+  BERTRAIN_CHECK(!failed, path, ": zlib failed to compress dataset '", name, "'");
+  for (int64_t c = 0; c < nchunks; ++c) {
+    hsize_t offset[2] = {static_cast<hsize_t>(c * chunk_rows), 0};
+    const auto& out = packed[static_cast<size_t>(c)];
+    H5_CHECK(H5Dwrite_chunk(ds.get(), H5P_DEFAULT, 0, offset, out.size(), out.data()), path,
+             ": cannot write chunk ", c, " of dataset '", name, "'");
+  }
 }
 
 // Opens `path` read-only after checking that it is an HDF5 file.

@@ -1,6 +1,7 @@
 # data layer: tokenizers and vocab, pretraining data, HDF5 shards, loaders (DESIGN.md section 1). Knows no autograd.
 # One source or dependency per line, so work on different parts of the layer merges line by line.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5)
+find_package(ZLIB REQUIRED)
 bertrain_add_layer(data
   SOURCES
     data/pretraining.cpp
@@ -10,6 +11,7 @@ bertrain_add_layer(data
     bertrain::core
   PRIVATE_DEPS
     PkgConfig::HDF5
+    ZLIB::ZLIB
     OpenMP::OpenMP_CXX
     nlohmann_json::nlohmann_json
 )
