@@ -139,7 +139,7 @@ struct PretrainTrainer::Impl {
     }
     cfg = load_bert_config(cfg_path);
     if (!r.vocab_file.empty()) {
-      data::Vocab v = data::Vocab::load(r.vocab_file);
+      Vocab v = Vocab::load(r.vocab_file);
       BERTRAIN_CHECK(static_cast<int64_t>(v.size()) <= cfg.vocab_size, "vocab file ", r.vocab_file, " has ",
                      v.size(), " entries but the model's vocab_size (", cfg_path, ") is ", cfg.vocab_size);
       v.require_special_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "pretraining");
@@ -305,7 +305,7 @@ struct PretrainTrainer::Impl {
     lo.dynamic_masking = r.dynamic_masking;
     if (r.dynamic_masking) {
       BERTRAIN_CHECK(!r.vocab_file.empty(), "recipe: dynamic_masking needs vocab_file");
-      data::Vocab v = data::Vocab::load(r.vocab_file);
+      Vocab v = Vocab::load(r.vocab_file);
       lo.vocab = std::make_shared<data::PretrainingVocab>(v.tokens());
     }
     loader = std::make_unique<data::PretrainingLoader>(lo, cursor);
