@@ -118,25 +118,25 @@ void Variable::backward(const Tensor& seed) {
   check_same_shape("backward seed", value(), seed);
   // Topological order by iterative depth-first search (post-order), and the number of consumers of every
   // Variable within this graph, so leaf hooks fire after the last contribution.
-  std::vector<VariableImpl*> order;
-  std::unordered_map<VariableImpl*, int> pending;
+  // order holds strong references: a node's inputs die with the node, which is freed as soon as it has run.
+  std::vector<std::shared_ptr<VariableImpl>> order;
   std::unordered_map<VariableImpl*, bool> visited;
-  std::vector<std::pair<VariableImpl*, size_t>> stack{{impl_.get(), 0}};
+  std::vector<std::pair<std::shared_ptr<VariableImpl>, size_t>> stack{{impl_, 0}};
   visited[impl_.get()] = true;
   while (!stack.empty()) {
-    auto& [v, next] = stack.back();
+    VariableImpl* v = stack.back().first.get();
+    size_t& next = stack.back().second;
     Node* n = v->grad_fn.get();
     if (n && next < n->inputs.size()) {
-      VariableImpl* in = n->inputs[next++].impl();
+      const std::shared_ptr<VariableImpl>& in = n->inputs[next++].impl_;
       if (!in || !in->requires_grad) continue;
-      pending[in]++;
-      if (!visited[in]) {
-        visited[in] = true;
+      if (!visited[in.get()]) {
+        visited[in.get()] = true;
         stack.push_back({in, 0});
       }
       continue;
     }
-    order.push_back(v);
+    order.push_back(std::move(stack.back().first));
     stack.pop_back();
   }
   // Seed.
@@ -149,11 +149,11 @@ void Variable::backward(const Tensor& seed) {
   std::vector<GradSlot> slots;
   std::vector<Tensor> temps;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    VariableImpl* v = *it;
+    VariableImpl* v = it->get();
     if (!v->grad_fn) {  // a leaf: all its contributions are in
       if (v->grad_ready_hook && v->grad.defined()) {
         Variable handle;
-        handle.impl_ = std::shared_ptr<VariableImpl>(std::shared_ptr<VariableImpl>{}, v);  // non-owning
+        handle.impl_ = *it;
         v->grad_ready_hook(handle);
       }
       continue;

@@ -1,0 +1,36 @@
+// bert_config.h: BertConfig, the model hyper-parameters under Hugging Face config.json key names.
+// Parsing of config files lives in bertrain/io (lower layers never parse, DESIGN.md section 5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace bertrain {
+
+struct BertConfig {
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  /// "gelu" (exact erf form, as the released checkpoints and Hugging Face), "gelu_new" or "gelu_pytorch_tanh"
+  /// (tanh form), "relu", "tanh".
+  std::string hidden_act = "gelu";
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  double initializer_range = 0.02;
+  /// 1e-12 as google-research/bert (its bert_config.json has no such key).
+  double layer_norm_eps = 1e-12;
+  /// Number of labels for BertForSequenceClassification (Hugging Face: derived from id2label).
+  int64_t num_labels = 2;
+
+  /// Throws bertrain::Error naming the field when a size is not positive, hidden_size is not divisible by
+  /// num_attention_heads, a probability is outside [0, 1), or hidden_act is unknown.
+  void validate() const;
+  /// hidden_size / num_attention_heads.
+  int64_t head_size() const { return hidden_size / num_attention_heads; }
+};
+
+}  // namespace bertrain

@@ -1,0 +1,2 @@
+bertrain_add_test(gradcheck_test SOURCES gradcheck_test.cpp)
+bertrain_add_test(ops_test SOURCES ops_test.cpp)
