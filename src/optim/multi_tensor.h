@@ -62,12 +62,23 @@ inline std::vector<double> sum_per_item(const ChunkPlan& plan, const std::vector
   return out;
 }
 
-/// Sum of x[i]^2 over [0, n) in double. One fixed order for a given n (vectorised lanes, then combined).
+/// Sum of x[i]^2 over [0, n) in double. 32 independent accumulators (four AVX-512 registers) hide the add
+/// latency; they are combined in a fixed order, so the result depends only on n and the data.
 template <class T>
 inline double sum_squares(const T* x, int64_t n) {
+  constexpr int kLanes = 32;
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (int k = 0; k < kLanes; ++k) {
+      const double v = static_cast<double>(x[i + k]);
+      acc[k] += v * v;
+    }
+  }
   double s = 0.0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) {
+  for (int k = 0; k < kLanes; ++k) s += acc[k];
+  for (; i < n; ++i) {
     const double v = static_cast<double>(x[i]);
     s += v * v;
   }
