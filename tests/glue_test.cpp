@@ -651,6 +651,13 @@ TEST(GlueMetrics, PerTaskSets) {
   EXPECT_DOUBLE_EQ(r.at("pearson"), 3 / std::sqrt(10.0));
   EXPECT_DOUBLE_EQ(r.at("combined_score"), 3 / std::sqrt(10.0));
   expect_error([&] { compute_glue_regression_metrics("MRPC", x, z); }, {"not a regression task"});
+  EXPECT_EQ(glue_primary_metric("CoLA"), "matthews_correlation");
+  EXPECT_EQ(glue_primary_metric("mrpc"), "combined_score");
+  EXPECT_EQ(glue_primary_metric("STS-B"), "combined_score");
+  EXPECT_EQ(glue_primary_metric("MNLI"), "accuracy");
+  EXPECT_EQ(glue_primary_metric("generic", true), "combined_score");
+  EXPECT_EQ(glue_primary_metric("generic", false), "accuracy");
+  expect_error([] { glue_primary_metric("squad"); }, {"unknown task 'squad'"});
 }
 
 // ---------------------------------------------------------------- writers (exact text)
@@ -659,6 +666,10 @@ TEST(GlueWriters, EvalResultsJson) {
   const std::map<std::string, double> m{{"accuracy", 0.75}, {"f1", 0.5}};
   EXPECT_EQ(format_eval_results(m, 0.25, 1200),
             "{\n  \"eval_accuracy\": 0.75,\n  \"eval_f1\": 0.5,\n  \"eval_loss\": 0.25,\n  \"global_step\": 1200\n}\n");
+  // MNLI: the mismatched set's values under "_mm" keys.
+  EXPECT_EQ(format_eval_results({{"accuracy", 0.5}, {"accuracy_mm", 0.625}, {"loss_mm", 0.75}}, 0.125, 7),
+            "{\n  \"eval_accuracy\": 0.5,\n  \"eval_accuracy_mm\": 0.625,\n  \"eval_loss\": 0.125,\n"
+            "  \"eval_loss_mm\": 0.75,\n  \"global_step\": 7\n}\n");
   EXPECT_EQ(format_eval_results({{"pearson", std::nan("")}}, 1.5, 3),
             "{\n  \"eval_loss\": 1.5,\n  \"eval_pearson\": null,\n  \"global_step\": 3\n}\n");
   TempDir t;

@@ -152,4 +152,14 @@ std::map<std::string, double> compute_glue_regression_metrics(const std::string&
   return m;
 }
 
+std::string glue_primary_metric(const std::string& task_name, bool is_regression) {
+  const std::string t = canonical_task(task_name);
+  if (t == "cola") return "matthews_correlation";
+  if (t == "mrpc" || t == "qqp" || t == "sts-b") return "combined_score";
+  if (t == "sst-2" || t == "mnli" || t == "qnli" || t == "rte" || t == "wnli") return "accuracy";
+  if (t == "generic") return is_regression ? "combined_score" : "accuracy";
+  BERTRAIN_CHECK(false, "glue_primary_metric: unknown task '", task_name, "'");
+  return {};
+}
+
 }  // namespace bertrain

@@ -16,7 +16,9 @@ namespace bertrain {
 /// eval_results.json: one JSON object, keys sorted, indented by 2, ending in '\n':
 /// {"eval_<metric>": value for each metric, "eval_loss": eval_loss, "global_step": global_step}.
 /// run_classifier.py writes the same keys to eval_results.txt as "key = value" lines; bertrain writes JSON so
-/// scripts can read it. Non-finite values (a NaN Pearson of constant predictions) become null.
+/// scripts can read it. Non-finite values (a NaN Pearson of constant predictions) become null. Tasks with two
+/// dev sets (MNLI) pass the second set's values under suffixed keys, as Hugging Face's run_glue.py does for
+/// mnli-mm: {"accuracy": .., "accuracy_mm": .., "loss_mm": ..} -> eval_accuracy, eval_accuracy_mm, eval_loss_mm.
 std::string format_eval_results(const std::map<std::string, double>& metrics, double eval_loss, int64_t global_step);
 /// Writes format_eval_results to `path`. Throws bertrain::Error naming the path when it cannot write.
 void write_eval_results(const std::string& path, const std::map<std::string, double>& metrics, double eval_loss,

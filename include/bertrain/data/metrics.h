@@ -58,4 +58,11 @@ std::map<std::string, double> compute_glue_regression_metrics(const std::string&
                                                               std::span<const double> predictions,
                                                               std::span<const double> labels);
 
+/// The key of the metric that ranks checkpoints of a task ("best checkpoint kept"): the GLUE task score, which
+/// is the task's single metric, or the mean of its two (the GLUE leaderboard averages F1 and accuracy for MRPC
+/// and QQP, Pearson and Spearman for STS-B): CoLA "matthews_correlation"; MRPC, QQP, STS-B "combined_score";
+/// SST-2, MNLI, QNLI, RTE, WNLI "accuracy"; generic "accuracy", or "combined_score" when `is_regression`.
+/// Throws bertrain::Error for an unknown task.
+std::string glue_primary_metric(const std::string& task_name, bool is_regression = false);
+
 }  // namespace bertrain
