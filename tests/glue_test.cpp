@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "bertrain/core/error.h"
@@ -658,6 +659,41 @@ TEST(GlueMetrics, PerTaskSets) {
   EXPECT_EQ(glue_primary_metric("generic", true), "combined_score");
   EXPECT_EQ(glue_primary_metric("generic", false), "accuracy");
   expect_error([] { glue_primary_metric("squad"); }, {"unknown task 'squad'"});
+}
+
+// ---------------------------------------------------------------- the shared QNLI file, split by article
+
+// Runs scripts/split_qnli.py on ../shared/data (issue 7, Must-show 1) and reads both halves with the QNLI
+// processor: every row is read, the counts add up to the 5035 shared rows, no question is in both halves, and
+// every example featurizes at max_seq_length 128. Skipped when the shared data or /usr/bin/python3 is absent.
+TEST(GlueQnliSplit, SplitByArticleReadsBack) {
+  const fs::path shared = fs::path(BERTRAIN_SOURCE_DIR) / ".." / "shared" / "data";
+  if (!fs::exists(shared / "glue_qnli_dev" / "dev-shared.tsv") || !fs::exists("/usr/bin/python3"))
+    GTEST_SKIP() << "needs ../shared/data/glue_qnli_dev and /usr/bin/python3";
+  TempDir t;
+  const std::string cmd = "/usr/bin/python3 " + std::string(BERTRAIN_SOURCE_DIR) + "/scripts/split_qnli.py " + t.str() +
+                          " > " + t.str() + "/log.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(t.str() + "/log.txt");
+  auto p = make_glue_processor("QNLI");
+  const auto train = p->get_train_examples(t.str());
+  const auto dev = p->get_dev_examples(t.str());
+  EXPECT_EQ(train.size() + dev.size(), 5035u);
+  EXPECT_GT(dev.size(), 500u);
+  EXPECT_GT(train.size(), 3 * dev.size());
+  std::set<std::string> train_questions;
+  for (const auto& e : train) train_questions.insert(e.text_a);
+  for (const auto& e : dev) EXPECT_EQ(train_questions.count(e.text_a), 0u) << e.text_a;
+  // The script's printed counts are the ones read back.
+  const std::string log = slurp(t.str() + "/log.txt");
+  EXPECT_NE(log.find("train " + std::string(train.size() < 10000 ? " " : "") + std::to_string(train.size()) + " rows"),
+            std::string::npos) << log;
+  const auto tok = FullTokenizer::from_vocab_file(kUncasedVocab, true);
+  const auto feats = convert_examples_to_features(dev, *p, 128, tok);
+  ASSERT_EQ(feats.size(), dev.size());
+  int64_t entail = 0;
+  for (const auto& f : feats) entail += f.label_id == 0;
+  EXPECT_GT(entail, 0);
+  EXPECT_LT(entail, static_cast<int64_t>(feats.size()));
 }
 
 // ---------------------------------------------------------------- writers (exact text)
