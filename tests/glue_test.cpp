@@ -232,6 +232,14 @@ TEST(GlueTasks, MnliLabelOrderBothDevSetsAndTestSets) {
   EXPECT_EQ(label_strings(dev[1].examples), (Strings{"entailment", "contradiction", "neutral"}));
   EXPECT_EQ(dev[1].examples[0].guid, "dev_mismatched-9847");
   EXPECT_EQ(p->get_dev_examples(dir("MNLI")).size(), 2u);  // the first (matched) set, as the reference
+  EXPECT_EQ(p->get_dev_set(dir("MNLI"), 1).examples.size(), 3u);
+  expect_error([&] { p->get_dev_set(dir("MNLI"), 2); }, {"MNLI has 2 dev set(s), asked for #2"});
+  {  // get_dev_examples reads only dev_matched.tsv; get_dev_sets needs both files.
+    TempDir t;
+    t.write("dev_matched.tsv", slurp(dir("MNLI") + "/dev_matched.tsv"));
+    EXPECT_EQ(p->get_dev_examples(t.str()).size(), 2u);
+    expect_error([&] { p->get_dev_sets(t.str()); }, {"dev_mismatched.tsv", "no such file"});
+  }
   const auto test = p->get_test_sets(dir("MNLI"));
   ASSERT_EQ(test.size(), 2u);
   EXPECT_EQ(test[0].submission_file, "MNLI-m.tsv");

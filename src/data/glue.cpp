@@ -43,7 +43,8 @@ std::string join_path(const std::string& dir, const std::string& file) { return 
 // sequence is not well-formed UTF-8 (the reference decodes as UTF-8 too, and would fail or drop bytes).
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
-  BERTRAIN_CHECK(fs::is_regular_file(path, ec), path, ": cannot read: no such file");
+  BERTRAIN_CHECK(fs::is_regular_file(path, ec), path, ": cannot read: no such file",
+                 fs::exists(path, ec) ? " (it is not a regular file)" : "");
   std::ifstream in(path, std::ios::binary);
   BERTRAIN_CHECK(in.good(), path, ": cannot open: ", std::strerror(errno));
   std::ostringstream buf;
@@ -172,15 +173,13 @@ class TsvTaskProcessor final : public GlueProcessor {
   bool is_pair_task() const override { return task_.train.text_b_col != kNone; }
 
   ExampleSet get_train_set(const std::string& data_dir) const override { return read(data_dir, task_.train); }
-  std::vector<ExampleSet> get_dev_sets(const std::string& data_dir) const override {
-    std::vector<ExampleSet> sets;
-    for (const TsvSplit& s : task_.dev) sets.push_back(read(data_dir, s));
-    return sets;
+  ExampleSet get_dev_set(const std::string& data_dir, std::size_t i) const override {
+    BERTRAIN_CHECK(i < task_.dev.size(), task_.name, " has ", task_.dev.size(), " dev set(s), asked for #", i);
+    return read(data_dir, task_.dev[i]);
   }
-  std::vector<ExampleSet> get_test_sets(const std::string& data_dir) const override {
-    std::vector<ExampleSet> sets;
-    for (const TsvSplit& s : task_.test) sets.push_back(read(data_dir, s));
-    return sets;
+  ExampleSet get_test_set(const std::string& data_dir, std::size_t i) const override {
+    BERTRAIN_CHECK(i < task_.test.size(), task_.name, " has ", task_.test.size(), " test set(s), asked for #", i);
+    return read(data_dir, task_.test[i]);
   }
   std::vector<std::string> dev_set_names() const override {
     std::vector<std::string> n;
@@ -266,11 +265,13 @@ class GenericProcessor final : public GlueProcessor {
   bool is_pair_task() const override { return !o_.text_b_column.empty(); }
 
   ExampleSet get_train_set(const std::string& data_dir) const override { return read(data_dir, "train", true); }
-  std::vector<ExampleSet> get_dev_sets(const std::string& data_dir) const override {
-    return {read(data_dir, "dev", true)};
+  ExampleSet get_dev_set(const std::string& data_dir, std::size_t i) const override {
+    BERTRAIN_CHECK(i == 0, "the generic task has 1 dev set, asked for #", i);
+    return read(data_dir, "dev", true);
   }
-  std::vector<ExampleSet> get_test_sets(const std::string& data_dir) const override {
-    return {read(data_dir, "test", false)};
+  ExampleSet get_test_set(const std::string& data_dir, std::size_t i) const override {
+    BERTRAIN_CHECK(i == 0, "the generic task has 1 test set, asked for #", i);
+    return read(data_dir, "test", false);
   }
   std::vector<std::string> dev_set_names() const override { return {"dev"}; }
   std::vector<std::string> submission_file_names() const override { return {"generic.tsv"}; }
@@ -400,12 +401,20 @@ std::vector<InputExample> GlueProcessor::get_train_examples(const std::string& d
   return get_train_set(data_dir).examples;
 }
 std::vector<InputExample> GlueProcessor::get_dev_examples(const std::string& data_dir) const {
-  auto sets = get_dev_sets(data_dir);
-  return std::move(sets.at(0).examples);
+  return get_dev_set(data_dir, 0).examples;
 }
 std::vector<InputExample> GlueProcessor::get_test_examples(const std::string& data_dir) const {
-  auto sets = get_test_sets(data_dir);
-  return std::move(sets.at(0).examples);
+  return get_test_set(data_dir, 0).examples;
+}
+std::vector<ExampleSet> GlueProcessor::get_dev_sets(const std::string& data_dir) const {
+  std::vector<ExampleSet> sets;
+  for (std::size_t i = 0; i < dev_set_names().size(); ++i) sets.push_back(get_dev_set(data_dir, i));
+  return sets;
+}
+std::vector<ExampleSet> GlueProcessor::get_test_sets(const std::string& data_dir) const {
+  std::vector<ExampleSet> sets;
+  for (std::size_t i = 0; i < submission_file_names().size(); ++i) sets.push_back(get_test_set(data_dir, i));
+  return sets;
 }
 
 std::vector<std::string> glue_task_names() {

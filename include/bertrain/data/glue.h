@@ -81,19 +81,23 @@ class GlueProcessor {
   /// row whose column count differs from the header's (CoLA train/dev, which have no header: 4 columns), an
   /// unknown label, or (STS-B, regression) a label that is not a finite number.
   std::vector<InputExample> get_train_examples(const std::string& data_dir) const;
-  /// The first dev set (MNLI: dev_matched.tsv, as the reference). Same throws.
+  /// The first dev set (MNLI: dev_matched.tsv, as the reference; the mismatched file is not read). Same throws.
   std::vector<InputExample> get_dev_examples(const std::string& data_dir) const;
   /// The first test set (MNLI: test_matched.tsv). Labels are nullopt. Same throws (no label checks).
   std::vector<InputExample> get_test_examples(const std::string& data_dir) const;
 
   /// Every dev set, named: MNLI gives "dev_matched" (dev_matched.tsv) and "dev_mismatched"
   /// (dev_mismatched.tsv); the other tasks one set "dev". Same throws.
-  virtual std::vector<ExampleSet> get_dev_sets(const std::string& data_dir) const = 0;
+  std::vector<ExampleSet> get_dev_sets(const std::string& data_dir) const;
   /// Every test set, named, each with its submission file: MNLI "test_matched" -> "MNLI-m.tsv" and
   /// "test_mismatched" -> "MNLI-mm.tsv"; the others "test" -> "<TASK>.tsv". Same throws.
-  virtual std::vector<ExampleSet> get_test_sets(const std::string& data_dir) const = 0;
+  std::vector<ExampleSet> get_test_sets(const std::string& data_dir) const;
   /// The train set as an ExampleSet. Same throws.
   virtual ExampleSet get_train_set(const std::string& data_dir) const = 0;
+  /// Dev set `i` (0 <= i < dev_set_names().size()) alone. Same throws.
+  virtual ExampleSet get_dev_set(const std::string& data_dir, std::size_t i) const = 0;
+  /// Test set `i` (0 <= i < submission_file_names().size()) alone. Same throws.
+  virtual ExampleSet get_test_set(const std::string& data_dir, std::size_t i) const = 0;
 
   /// Names of the dev sets, in get_dev_sets order, without reading anything.
   virtual std::vector<std::string> dev_set_names() const = 0;
