@@ -14,9 +14,11 @@
 #include "bertrain/data/glue.h"
 #include "bertrain/data/glue_writers.h"
 #include "bertrain/data/metrics.h"
+#include "bertrain/data/pretraining.h"
 #include "bertrain/data/tokenizer.h"
 
 using namespace bertrain;
+using namespace bertrain::data;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
 using Ids = std::vector<int32_t>;
@@ -424,28 +426,28 @@ TEST(GlueGeneric, OptionValidation) {
 
 // ---------------------------------------------------------------- truncation (CASES.md C13) and featurization
 
+// The classifier truncation is pretraining.h's truncate_seq_pair_back, which convert_single_example uses.
 TEST(GlueFeatures, ClassifierTruncationPopsTheBackOfTheLonger) {
   // C13: max_seq_length 9 -> 6 tokens for a and b: a = a1..a5, b = b1..b5 -> [a1,a2,a3], [b1,b2,b3].
   Strings a{"a1", "a2", "a3", "a4", "a5"}, b{"b1", "b2", "b3", "b4", "b5"};
-  classifier_truncate_seq_pair(a, b, 9 - 3);
+  truncate_seq_pair_back<std::string>(a, b, 9 - 3);
   EXPECT_EQ(a, (Strings{"a1", "a2", "a3"}));
   EXPECT_EQ(b, (Strings{"b1", "b2", "b3"}));
   // Longer side first, ties trim b: (7, 2) -> (4, 2); (2, 7) -> (2, 4); (3, 3) stays.
   a = {"a1", "a2", "a3", "a4", "a5", "a6", "a7"};
   b = {"b1", "b2"};
-  classifier_truncate_seq_pair(a, b, 6);
+  truncate_seq_pair_back<std::string>(a, b, 6);
   EXPECT_EQ(a, (Strings{"a1", "a2", "a3", "a4"}));
   EXPECT_EQ(b, (Strings{"b1", "b2"}));
   a = {"a1", "a2"};
   b = {"b1", "b2", "b3", "b4", "b5", "b6", "b7"};
-  classifier_truncate_seq_pair(a, b, 6);
+  truncate_seq_pair_back<std::string>(a, b, 6);
   EXPECT_EQ(b, (Strings{"b1", "b2", "b3", "b4"}));
   a = {"a1", "a2", "a3"};
   b = {"b1", "b2", "b3", "b4"};
-  classifier_truncate_seq_pair(a, b, 5);  // 7 -> pop b4 (b longer), then tie 3/3 -> pop b3
+  truncate_seq_pair_back<std::string>(a, b, 5);  // 7 -> pop b4 (b longer), then tie 3/3 -> pop b3
   EXPECT_EQ(a, (Strings{"a1", "a2", "a3"}));
   EXPECT_EQ(b, (Strings{"b1", "b2"}));
-  expect_error([&] { classifier_truncate_seq_pair(a, b, -1); }, {"max_length"});
 }
 
 class GlueFeaturize : public ::testing::Test {

@@ -15,10 +15,11 @@
 #include <unordered_map>
 
 #include "bertrain/core/error.h"
+#include "bertrain/data/pretraining.h"
 #include "bertrain/data/tokenizer.h"
 #include "bertrain/data/utf8.h"
 
-namespace bertrain {
+namespace bertrain::data {
 namespace {
 
 namespace fs = std::filesystem;
@@ -527,17 +528,6 @@ std::vector<CsvRecord> read_csv(const std::string& path) {
   return records;
 }
 
-void classifier_truncate_seq_pair(std::vector<std::string>& tokens_a, std::vector<std::string>& tokens_b,
-                                  int max_length) {
-  BERTRAIN_CHECK(max_length >= 0, "truncate_seq_pair: max_length must be >= 0, got ", max_length);
-  while (tokens_a.size() + tokens_b.size() > static_cast<std::size_t>(max_length)) {
-    if (tokens_a.size() > tokens_b.size())
-      tokens_a.pop_back();
-    else
-      tokens_b.pop_back();
-  }
-}
-
 namespace {
 
 std::string where(const InputExample& ex) {
@@ -590,7 +580,8 @@ ClassifierFeatures convert_impl(const InputExample& example, const std::vector<s
   const std::size_t before = tokens_a.size() + tokens_b.size();
   const bool pair = !tokens_b.empty();
   if (pair) {
-    classifier_truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3);  // [CLS], [SEP], [SEP]
+    // [CLS], [SEP], [SEP]
+    truncate_seq_pair_back(tokens_a, tokens_b, static_cast<std::size_t>(max_seq_length - 3));
   } else if (tokens_a.size() > static_cast<std::size_t>(max_seq_length - 2)) {
     tokens_a.resize(static_cast<std::size_t>(max_seq_length - 2));  // [CLS], [SEP]
   }
@@ -688,4 +679,4 @@ ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> featur
   return make_classifier_batch(features, idx, is_regression);
 }
 
-}  // namespace bertrain
+}  // namespace bertrain::data

@@ -12,7 +12,7 @@
 
 #include "bertrain/core/error.h"
 
-namespace bertrain {
+namespace bertrain::data {
 namespace {
 
 // Shortest decimal text that parses back to the same float32 (std::to_chars' round-trip guarantee).
@@ -110,4 +110,4 @@ void write_glue_submission_regression(const std::string& path, std::span<const I
   write_text_file_atomic(path, format_glue_submission_regression(examples, predictions));
 }
 
-}  // namespace bertrain
+}  // namespace bertrain::data

@@ -26,4 +26,3 @@ bertrain_add_layer(data
 )
 # GLUE readers, classifier featurization, metrics and output writers (issue 7).
 target_sources(bertrain_data PRIVATE data/glue.cpp data/metrics.cpp data/glue_writers.cpp)
-target_link_libraries(bertrain_data PRIVATE nlohmann_json::nlohmann_json)

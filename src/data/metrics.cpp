@@ -10,7 +10,7 @@
 
 #include "bertrain/core/error.h"
 
-namespace bertrain {
+namespace bertrain::data {
 namespace {
 
 template <class A, class B>
@@ -162,4 +162,4 @@ std::string glue_primary_metric(const std::string& task_name, bool is_regression
   return {};
 }
 
-}  // namespace bertrain
+}  // namespace bertrain::data

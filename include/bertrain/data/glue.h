@@ -20,8 +20,10 @@
 #include "bertrain/core/tensor.h"
 
 namespace bertrain {
-
 class FullTokenizer;
+}  // namespace bertrain
+
+namespace bertrain::data {
 
 /// One example of a sequence (pair) classification or regression task (run_classifier's InputExample).
 struct InputExample {
@@ -137,13 +139,6 @@ struct CsvRecord {
 /// between a closing quote and the next separator (Python's csv silently glues them on; bertrain refuses).
 std::vector<CsvRecord> read_csv(const std::string& path);
 
-/// run_classifier `_truncate_seq_pair`: while len(a) + len(b) > max_length, pop the back of the longer one
-/// (of b on a tie). Deterministic (unlike the pretraining truncation, which drops from a random end).
-/// CASES.md C13: max_length 6, a = a1..a5, b = b1..b5 -> a = a1..a3, b = b1..b3. Throws bertrain::Error
-/// when max_length < 0.
-void classifier_truncate_seq_pair(std::vector<std::string>& tokens_a, std::vector<std::string>& tokens_b,
-                                  int max_length);
-
 /// The features of one example, each list of length max_seq_length (T). Ready for BertForSequenceClassification.
 struct ClassifierFeatures {
   std::vector<int32_t> input_ids;    // (T) [CLS] a [SEP] (b [SEP]) then zeros
@@ -157,8 +152,8 @@ struct ClassifierFeatures {
 };
 
 /// run_classifier `convert_single_example`: tokens = [CLS] a [SEP] (b [SEP]), segment ids 0 then 1, mask 1 on
-/// real tokens, zero padding to max_seq_length. Pairs are cut by classifier_truncate_seq_pair to
-/// max_seq_length - 3, single sentences keep their first max_seq_length - 2 tokens. As the reference, an empty
+/// real tokens, zero padding to max_seq_length. Pairs are cut to max_seq_length - 3 by truncate_seq_pair_back
+/// (pretraining.h; run_classifier `_truncate_seq_pair`, CASES.md C13), single sentences keep their first max_seq_length - 2 tokens. As the reference, an empty
 /// text_b, or one that tokenizes to nothing, makes a single-sentence input. Classification: label_id = position
 /// of the label in `labels`; regression (`is_regression`): label_value = the label parsed as a float.
 /// Throws bertrain::Error (naming the example's file, line and guid) when max_seq_length < 3 (2 would leave no
@@ -189,4 +184,4 @@ ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> featur
 ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> features, int64_t begin, int64_t end,
                                       bool is_regression);
 
-}  // namespace bertrain
+}  // namespace bertrain::data

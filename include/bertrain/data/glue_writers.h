@@ -11,7 +11,7 @@
 
 #include "bertrain/data/glue.h"
 
-namespace bertrain {
+namespace bertrain::data {
 
 /// eval_results.json: one JSON object, keys sorted, indented by 2, ending in '\n':
 /// {"eval_<metric>": value for each metric, "eval_loss": eval_loss, "global_step": global_step}.
@@ -49,4 +49,4 @@ void write_glue_submission_regression(const std::string& path, std::span<const I
 /// Throws bertrain::Error naming the path when it cannot write.
 void write_text_file_atomic(const std::string& path, const std::string& text);
 
-}  // namespace bertrain
+}  // namespace bertrain::data
