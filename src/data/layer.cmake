@@ -24,3 +24,5 @@ bertrain_add_layer(data
     OpenMP::OpenMP_CXX
     nlohmann_json::nlohmann_json
 )
+# GLUE readers, classifier featurization, metrics and output writers (issue 7).
+target_sources(bertrain_data PRIVATE data/glue.cpp data/metrics.cpp data/glue_writers.cpp)
