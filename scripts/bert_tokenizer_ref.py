@@ -12,6 +12,9 @@ Usage (run with Debian's /usr/bin/python3):
   bert_tokenizer_ref.py unicode-stress > stress.txt
       writes lines exercising every assigned code point (sampled inside the large CJK/Hangul blocks) in the
       contexts the tokenizer cares about (cleaning, whitespace, CJK, casing with Final_Sigma, accents, punct).
+  bert_tokenizer_ref.py albert-preprocess --lower=true < in.txt > out.txt
+      google-research/albert `preprocess_text` of each line, with the "``"/"''" -> '"' step of XLNet and
+      Hugging Face's AlbertTokenizer.
   bert_tokenizer_ref.py regenerate
       rewrites the golden files under tests/data/tokenizer/ that tests/tokenizer_test.cpp compares against
       (the unicode-stress comparison is run live by the test instead: its text is too large to commit).
@@ -117,6 +120,14 @@ def tokenize_lines(lines, do_lower_case, vocab=None):
         yield " ".join(toks)
 
 
+def albert_preprocess(text, lower):
+    out = " ".join(text.strip().split())
+    out = out.replace("``", '"').replace("''", '"')
+    out = unicodedata.normalize("NFKD", out)
+    out = "".join(c for c in out if not unicodedata.combining(c))
+    return out.lower() if lower else out
+
+
 def unicode_stress_lines():
     cps = []
     for cp in range(0x80, 0x30000):
@@ -173,6 +184,13 @@ def main():
             data.pop()
         for l in tokenize_lines(data, lower, vocab):
             sys.stdout.write(l + "\n")
+    elif cmd == "albert-preprocess":
+        lower = opts.get("lower", "true").lower() in ("true", "1", "yes")
+        data = sys.stdin.buffer.read().decode("utf-8").split("\n")
+        if data and data[-1] == "":
+            data.pop()
+        for l in data:
+            sys.stdout.write(albert_preprocess(l, lower) + "\n")
     elif cmd == "unicode-stress":
         for l in unicode_stress_lines():
             sys.stdout.write(l + "\n")

@@ -185,11 +185,12 @@ Vocab bert_vocab_from_sentencepiece(const SentencePieceTokenizer& spm) {
 
 namespace {
 
-// Feeds the trainer the BasicTokenizer-split lines of the input files, skipping blank and non-UTF-8 lines.
+// Feeds the trainer the BasicTokenizer-split (or ALBERT-preprocessed) lines of the input files, skipping
+// blank and non-UTF-8 lines.
 class BasicSplitIterator : public sentencepiece::SentenceIterator {
  public:
-  BasicSplitIterator(const std::vector<std::string>& files, bool do_lower_case)
-      : files_(files), basic_(do_lower_case) {
+  BasicSplitIterator(const std::vector<std::string>& files, bool do_lower_case, bool pre_split)
+      : files_(files), basic_(do_lower_case), lower_(do_lower_case), pre_split_(pre_split) {
     next_file();
     Next();
   }
@@ -213,10 +214,14 @@ class BasicSplitIterator : public sentencepiece::SentenceIterator {
         continue;
       }
       value_.clear();
-      basic_.tokenize(line, [&](std::string_view t) {
-        if (!value_.empty()) value_ += ' ';
-        value_.append(t);
-      });
+      if (pre_split_) {
+        basic_.tokenize(line, [&](std::string_view t) {
+          if (!value_.empty()) value_ += ' ';
+          value_.append(t);
+        });
+      } else {
+        value_ = albert_preprocess_text(line, lower_);
+      }
       if (value_.empty()) continue;
       ++sentences;
       return;
@@ -237,6 +242,7 @@ class BasicSplitIterator : public sentencepiece::SentenceIterator {
   }
   const std::vector<std::string>& files_;
   BasicTokenizer basic_;
+  bool lower_, pre_split_;
   std::ifstream in_;
   std::size_t file_index_ = 0, line_no_ = 0;
   std::string value_;
@@ -259,7 +265,7 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& o)
   const std::string prefix = (std::filesystem::path(o.output_dir) / "spm").string();
 
   // Opening the files happens inside the iterator; its errors are thrown from here, before training.
-  BasicSplitIterator it(o.input_files, o.do_lower_case);
+  BasicSplitIterator it(o.input_files, o.do_lower_case, o.bert_pre_split);
   BERTRAIN_CHECK(!it.done(), "build-vocab: the input files contain no text");
   sentencepiece::SetRandomGeneratorSeed(o.seed);
   const std::unordered_map<std::string, std::string> args = {

@@ -3,6 +3,7 @@
 #include "bertrain/data/tokenizer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "bertrain/core/error.h"
 #include "bertrain/data/utf8.h"
@@ -34,6 +35,7 @@ BasicTokenizer::BasicTokenizer(bool do_lower_case, std::optional<bool> strip_acc
 template <class Sink>
 void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
   BasicScratch& s = basic_scratch();
+  const unicode::BmpTables& tab = unicode::bmp_tables();
   s.cps.clear();
   utf8_decode_append(text, s.cps);
 
@@ -42,13 +44,14 @@ void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
     if (n == 0) return;
     if (do_lower_case_) {
       bool simple = true;
-      for (std::size_t i = 0; i < n && simple; ++i) simple = unicode::flags(w[i]) & unicode::kLowerSimple;
-      s.lowered.clear();
+      for (std::size_t i = 0; i < n && simple; ++i) simple = unicode::flags(tab, w[i]) & unicode::kLowerSimple;
+      s.lowered.resize(n);
       if (simple) {
         // Each character lowercases to one character that NFD leaves alone: str.lower() and
         // _run_strip_accents reduce to a per-character map.
-        for (std::size_t i = 0; i < n; ++i) s.lowered.push_back(unicode::lower_simple(w[i]));
+        for (std::size_t i = 0; i < n; ++i) s.lowered[i] = unicode::lower_simple(tab, w[i]);
       } else {
+        s.lowered.clear();
         unicode::python_lower_append(w, n, s.lowered);
         if (strip_accents_) {
           s.stripped.clear();
@@ -60,7 +63,7 @@ void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
       n = s.lowered.size();
     } else if (strip_accents_) {
       bool simple = true;
-      for (std::size_t i = 0; i < n && simple; ++i) simple = unicode::flags(w[i]) & unicode::kNfdSimple;
+      for (std::size_t i = 0; i < n && simple; ++i) simple = unicode::flags(tab, w[i]) & unicode::kNfdSimple;
       if (!simple) {
         s.stripped.clear();
         unicode::nfd_strip_mn_append(w, n, s.stripped);
@@ -71,16 +74,16 @@ void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
     s.token.clear();
     for (std::size_t i = 0; i < n; ++i) {
       const char32_t c = w[i];
-      if (unicode::flags(c) & unicode::kPunct) {
+      if (unicode::flags(tab, c) & unicode::kPunct) {
         if (!s.token.empty()) {
           sink(std::string_view(s.token));
           s.token.clear();
         }
-        utf8_append(s.token, c);
+        unicode::append_utf8(s.token, c);
         sink(std::string_view(s.token));
         s.token.clear();
       } else {
-        utf8_append(s.token, c);
+        unicode::append_utf8(s.token, c);
       }
     }
     if (!s.token.empty()) sink(std::string_view(s.token));
@@ -88,7 +91,7 @@ void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
 
   s.word.clear();
   for (const char32_t c : s.cps) {
-    const uint8_t f = unicode::flags(c);
+    const uint8_t f = unicode::flags(tab, c);
     if (f & (unicode::kRemove | unicode::kSpace | unicode::kChinese)) {
       if (f & unicode::kRemove) continue;  // removed characters join their neighbours, as in _clean_text
       process_word(s.word.data(), s.word.size());
@@ -119,6 +122,7 @@ struct WordpieceTokenizer::Tables {
   struct Map {
     struct Slot {
       std::string_view key;
+      uint32_t hash = 0;  // high bits of the key's hash: most mismatches are rejected without a memcmp
       int32_t id = -1;
     };
     std::vector<Slot> slots;
@@ -131,19 +135,21 @@ struct WordpieceTokenizer::Tables {
       slots.assign(cap, Slot{});
       mask = cap - 1;
       for (const auto& [k, id] : entries) {
-        std::size_t h = std::hash<std::string_view>{}(k) & mask;
-        while (slots[h].id >= 0) {
-          if (slots[h].key == k) break;  // cannot happen: Vocab rejects duplicates
-          h = (h + 1) & mask;
-        }
-        slots[h] = Slot{k, id};
+        const std::size_t full = std::hash<std::string_view>{}(k);
+        std::size_t h = full & mask;
+        while (slots[h].id >= 0) h = (h + 1) & mask;  // keys are distinct: Vocab rejects duplicates
+        slots[h] = Slot{k, static_cast<uint32_t>(full >> 32), id};
         max_len = std::max(max_len, k.size());
       }
     }
     int32_t find(std::string_view k) const {
-      std::size_t h = std::hash<std::string_view>{}(k) & mask;
+      const std::size_t full = std::hash<std::string_view>{}(k);
+      const auto tag = static_cast<uint32_t>(full >> 32);
+      std::size_t h = full & mask;
       while (slots[h].id >= 0) {
-        if (slots[h].key == k) return slots[h].id;
+        const Slot& s = slots[h];
+        if (s.hash == tag && s.key.size() == k.size() && std::memcmp(s.key.data(), k.data(), k.size()) == 0)
+          return s.id;
         h = (h + 1) & mask;
       }
       return -1;
@@ -174,13 +180,8 @@ WordpieceTokenizer::WordpieceTokenizer(std::shared_ptr<const Vocab> vocab, std::
 
 template <class Emit>
 bool WordpieceTokenizer::split(std::string_view word, Emit&& emit) const {
+  // Pieces are emitted as found; when the word turns out to be unknown the caller discards them.
   if (utf8_length(word) > static_cast<std::size_t>(max_chars_)) return false;
-  struct Piece {
-    uint32_t begin, end;
-    int32_t id;
-  };
-  thread_local std::vector<Piece> pieces;
-  pieces.clear();
   const std::size_t len = word.size();
   std::size_t start = 0;
   while (start < len) {
@@ -195,21 +196,26 @@ bool WordpieceTokenizer::split(std::string_view word, Emit&& emit) const {
       while (end > start && is_continuation_byte(word[end])) --end;
     }
     if (id < 0) return false;
-    pieces.push_back({static_cast<uint32_t>(start), static_cast<uint32_t>(end), id});
+    emit(id);
     start = end;
   }
-  for (const Piece& p : pieces) emit(p.begin, p.end, p.id);
   return true;
 }
 
 void WordpieceTokenizer::tokenize_word(std::string_view word, std::vector<std::string>& out) const {
-  const bool ok = split(word, [&](uint32_t, uint32_t, int32_t id) { out.push_back(vocab_->tokens()[id]); });
-  if (!ok) out.push_back(unk_token_);
+  const std::size_t mark = out.size();
+  const bool ok = split(word, [&](int32_t id) { out.push_back(vocab_->tokens()[static_cast<std::size_t>(id)]); });
+  if (!ok) {
+    out.resize(mark);
+    out.push_back(unk_token_);
+  }
 }
 
 void WordpieceTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
-  const bool ok = split(word, [&](uint32_t, uint32_t, int32_t id) { out.push_back(id); });
+  const std::size_t mark = out.size();
+  const bool ok = split(word, [&](int32_t id) { out.push_back(id); });
   if (!ok) {
+    out.resize(mark);
     BERTRAIN_CHECK(unk_id_ >= 0, "vocab '", vocab_->source(), "' has no ", unk_token_, " token, needed for the word '",
                    word, "' that WordPiece cannot cover");
     out.push_back(unk_id_);

@@ -145,21 +145,22 @@ uint8_t compute_flags(char32_t c) {
   return f;
 }
 
-struct BmpCache {
-  std::array<uint8_t, 0x10000> flags;
-  std::array<char16_t, 0x10000> lower;
-  BmpCache() {
-    for (char32_t c = 0; c < 0x10000; ++c) {
-      flags[c] = compute_flags(c);
-      lower[c] = static_cast<char16_t>((flags[c] & kLowerSimple) ? utf8proc_tolower(static_cast<utf8proc_int32_t>(c)) : c);
-    }
-  }
-};
+}  // namespace
 
-const BmpCache& bmp() {
-  static const std::unique_ptr<BmpCache> cache = std::make_unique<BmpCache>();
+const BmpTables& bmp_tables() {
+  static const std::unique_ptr<BmpTables> cache = [] {
+    auto t = std::make_unique<BmpTables>();
+    for (char32_t c = 0; c < 0x10000; ++c) {
+      t->flags[c] = compute_flags(c);
+      t->lower[c] =
+          static_cast<char16_t>((t->flags[c] & kLowerSimple) ? utf8proc_tolower(static_cast<utf8proc_int32_t>(c)) : c);
+    }
+    return t;
+  }();
   return *cache;
 }
+
+namespace {
 
 // Canonical Ordering Algorithm (Unicode 3.11): stable sort of each run of non-starters by combining class.
 void canonical_order(char32_t* s, std::size_t n) {
@@ -179,12 +180,12 @@ void canonical_order(char32_t* s, std::size_t n) {
 }  // namespace
 
 uint8_t flags(char32_t c) noexcept {
-  if (c < 0x10000) return bmp().flags[c];
+  if (c < 0x10000) return bmp_tables().flags[c];
   return compute_flags(c);
 }
 
 char32_t lower_simple(char32_t c) noexcept {
-  if (c < 0x10000) return bmp().lower[c];
+  if (c < 0x10000) return bmp_tables().lower[c];
   return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
 }
 

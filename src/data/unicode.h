@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace bertrain::unicode {
@@ -24,6 +25,35 @@ uint8_t flags(char32_t c) noexcept;
 
 /// For a code point with kLowerSimple: its (single code point) lowercase.
 char32_t lower_simple(char32_t c) noexcept;
+
+/// The BMP cache behind flags() and lower_simple(), computed from utf8proc on first use. Hot loops fetch it
+/// once and use the inline lookups below, which fall back to the functions above outside the BMP.
+struct BmpTables {
+  uint8_t flags[0x10000];
+  char16_t lower[0x10000];
+};
+const BmpTables& bmp_tables();
+inline uint8_t flags(const BmpTables& t, char32_t c) noexcept { return c < 0x10000 ? t.flags[c] : flags(c); }
+inline char32_t lower_simple(const BmpTables& t, char32_t c) noexcept {
+  return c < 0x10000 ? char32_t(t.lower[c]) : lower_simple(c);
+}
+
+/// Appends the UTF-8 encoding of `cp` (inline twin of bertrain::utf8_append for hot loops).
+inline void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(char(cp));
+  } else if (cp < 0x800) {
+    const char b[2] = {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+    out.append(b, 2);
+  } else if (cp < 0x10000) {
+    const char b[3] = {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
+    out.append(b, 3);
+  } else {
+    const char b[4] = {char(0xF0 | (cp >> 18)), char(0x80 | ((cp >> 12) & 0x3F)), char(0x80 | ((cp >> 6) & 0x3F)),
+                       char(0x80 | (cp & 0x3F))};
+    out.append(b, 4);
+  }
+}
 
 /// Appends Python's `str.lower()` of `s[0..n)` to `out`: the full Unicode lowercase mapping
 /// (U+0130 -> U+0069 U+0307) with the Final_Sigma rule for U+03A3 (Unicode 3.13, as CPython's

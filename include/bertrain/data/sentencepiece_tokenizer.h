@@ -75,6 +75,7 @@ struct SentencePieceTrainOptions {
   int64_t input_sentence_size = 0;       // 0: all sentences; else a seeded sample of that many
   int num_threads = 1;
   uint32_t seed = 12345;                 // sentencepiece's random seed (sampling), for repeatable runs
+  bool bert_pre_split = true;            // split training lines with BERT's BasicTokenizer (see below)
 };
 
 /// Summary of a training run.
@@ -90,7 +91,9 @@ struct SentencePieceTrainResult {
 ///
 /// Training text: each non-blank input line, split by BERT's BasicTokenizer(do_lower_case) and re-joined
 /// with single spaces, so that no piece crosses a boundary BERT's tokenizer would cut (punctuation, CJK,
-/// whitespace) and the vocab.txt is usable by FullTokenizer. byte_fallback is off.
+/// whitespace) and the vocab.txt is usable by FullTokenizer. With bert_pre_split=false the lines go in as
+/// they are (ALBERT-style: then only `albert_preprocess_text` lowercasing applies when do_lower_case).
+/// byte_fallback is off; hard_vocab_limit is off (a small corpus yields fewer pieces instead of failing).
 ///
 /// vocab.txt mapping (written in this order, ids = line numbers):
 ///  1. [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4);

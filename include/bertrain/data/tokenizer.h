@@ -14,7 +14,8 @@
 
 namespace bertrain {
 
-/// Callback receiving one token (UTF-8). The view is valid only during the call.
+/// Callback receiving one token (UTF-8). The view is valid only during the call; the callback must not
+/// itself call a BasicTokenizer on the same thread (the tokenizer's per-thread buffers are in use).
 using TokenSink = std::function<void(std::string_view token)>;
 
 /// BERT's BasicTokenizer: text cleaning, CJK isolation, whitespace split, optional lowercasing and accent
@@ -80,7 +81,8 @@ class WordpieceTokenizer {
 
  private:
   struct Tables;
-  // Calls emit(begin, end, id, continuation) for each piece; returns false (emitting nothing) for [UNK].
+  // Calls emit(id) for each piece in order; returns false when the word is [UNK] (pieces emitted before the
+  // failure must then be discarded by the caller).
   template <class Emit>
   bool split(std::string_view word, Emit&& emit) const;
 

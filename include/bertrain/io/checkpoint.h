@@ -1,0 +1,72 @@
+// checkpoint.h: model weights to and from safetensors under Hugging Face names and layouts, and checkpoint
+// directories (config.json + model.safetensors) loadable by transformers' from_pretrained.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bertrain/models/bert_config.h"
+#include "bertrain/nn/module.h"
+
+namespace bertrain {
+
+/// File names inside a checkpoint directory, as transformers' save_pretrained writes them.
+inline constexpr const char* kWeightsFileName = "model.safetensors";
+inline constexpr const char* kConfigFileName = "config.json";
+
+/// The tied MLM decoder weight: never written, skipped on load (the model ties it to
+/// bert.embeddings.word_embeddings.weight), as transformers' _tied_weights_keys for BertForPreTraining.
+inline constexpr const char* kTiedDecoderWeight = "cls.predictions.decoder.weight";
+
+/// What load_model() did. Names are the model's (Hugging Face) names unless stated otherwise.
+struct LoadReport {
+  std::vector<std::string> loaded;      // parameters set from the file
+  std::vector<std::string> missing;     // parameters not in the file: they keep their initialisation
+  std::vector<std::string> unexpected;  // file tensors matching no parameter (file names)
+  std::vector<std::string> ignored;     // file tensors skipped on purpose: position_ids buffers, the tied decoder
+  std::vector<std::string> renamed;     // "file name -> parameter name" (LayerNorm.gamma/beta, bert. prefix)
+  std::vector<std::string> converted;   // "name: F16 -> f32" when the file dtype differed from the parameter's
+  /// True when every missing parameter belongs to the pooler or a head (bert.pooler.*, cls.*, classifier.*,
+  /// qa_outputs.*): the situation of finetuning from a pretraining checkpoint, or of a checkpoint saved
+  /// without its pooler.
+  bool only_heads_missing() const;
+  /// A multi-line summary for logs.
+  std::string summary() const;
+};
+
+struct LoadOptions {
+  /// Throw when anything is missing or unexpected (after aliases and the harmless set).
+  bool strict = false;
+  /// Throw when a parameter outside the pooler and heads is missing (a checkpoint of another model is
+  /// almost certainly a mistake; the pooler and heads may legitimately be absent, see LoadReport).
+  bool require_backbone = true;
+};
+
+/// Writes `model`'s parameters to safetensors under their named_parameters() names, each in its own dtype
+/// (f32 stays F32), with metadata {"format": "pt"} as transformers writes. A parameter sharing its Variable
+/// with one listed earlier (weight tying) and cls.predictions.decoder.weight are not written.
+/// `path` ending in ".safetensors" is the file; otherwise it is a checkpoint directory (created if needed)
+/// receiving model.safetensors and, when `config` is given, config.json. Each file is written atomically.
+/// Throws bertrain::Error on I/O failure or an invalid config.
+void save_model(const std::string& path, const Module& model, const std::optional<BertConfig>& config = std::nullopt);
+
+/// Loads weights into `model` from a .safetensors file or a checkpoint directory's model.safetensors.
+/// Matching, as transformers' from_pretrained: exact names first; then the older names `LayerNorm.gamma` /
+/// `LayerNorm.beta` (hub's bert-base-uncased files) for `LayerNorm.weight` / `LayerNorm.bias`; then the base
+/// model prefix "bert." added or removed when the file was saved from BertModel and the model is a
+/// BertFor* (or the reverse). cls.predictions.decoder.weight is skipped (tied), and accepted in the file when
+/// its shape equals the word embeddings'; `cls.predictions.decoder.bias` is taken for cls.predictions.bias
+/// when that is absent; buffers such as `bert.embeddings.position_ids` are ignored silently. F16/BF16/F64
+/// values are converted to the parameter's dtype; same-dtype loads are bit-exact.
+/// Throws bertrain::Error naming the file and tensor on a shape mismatch (both shapes in the message), a
+/// non-floating file tensor for a parameter, anything SafetensorsFile::open() rejects, a missing backbone
+/// parameter (unless options.require_backbone is false), or any missing/unexpected tensor when
+/// options.strict. The model is modified only after every check passed.
+void load_model(const std::string& path, Module& model, LoadReport& report, const LoadOptions& options = {});
+
+/// The weights file of a checkpoint path: `path` itself when it is a file, else path/model.safetensors.
+/// Throws bertrain::Error when neither exists (mentioning pytorch_model.bin when only that is present).
+std::string resolve_weights_file(const std::string& path);
+
+}  // namespace bertrain

@@ -1,0 +1,11 @@
+# io: safetensors, config.json, model checkpoints and `bertrain inspect` (the test runs the CLI).
+bertrain_add_test(io_test SOURCES io_test.cpp LIBS nlohmann_json::nlohmann_json)
+add_dependencies(io_test bertrain_cli)
+
+# Compatibility with transformers' conventions, checked by a torch-only script (transformers is not in Debian).
+add_executable(hf_compat_roundtrip hf_compat_roundtrip.cpp)
+target_link_libraries(hf_compat_roundtrip PRIVATE bertrain::bertrain)
+add_test(NAME hf_compat COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/hf_compat_test.sh $<TARGET_FILE:hf_compat_roundtrip>
+         ${PROJECT_SOURCE_DIR})
+# The golden reference files are reproducible by their generator.
+add_test(NAME golden_reproducible COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/golden_reproducible.sh ${PROJECT_SOURCE_DIR})
