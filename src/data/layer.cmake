@@ -26,4 +26,3 @@ bertrain_add_layer(data
 )
 # SQuAD v1.1/v2.0: reading, features, predictions, official evaluation (issue 8).
 target_sources(bertrain_data PRIVATE data/squad_json.cpp data/squad.cpp data/squad_predictions.cpp data/squad_evaluate.cpp)
-target_link_libraries(bertrain_data PRIVATE nlohmann_json::nlohmann_json)
