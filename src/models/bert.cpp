@@ -9,6 +9,17 @@ namespace bertrain {
 
 namespace {
 
+template <class T>
+int64_t argmax_row(const T* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < n; ++j)
+    if (x[j] > x[best]) best = j;
+  return best;
+}
+#define BERTRAIN_DISPATCH_LOGITS(t, offset, n, out)                                            \
+  out = (t).dtype() == DType::f64 ? argmax_row((t).data<double>() + (offset), n)             \
+                                  : argmax_row((t).data<float>() + (offset), n)
+
 /// A named container, so the module tree mirrors Hugging Face's (encoder.layer.0.attention.self...).
 struct Group : Module {
   using Module::register_module;
@@ -195,7 +206,10 @@ PretrainingOutput BertForPreTraining::forward(const BertInputs& in, const Pretra
   Variable logits = linear(hdn, bert_->embeddings().word_embeddings(), decoder_bias_);  // (B*P, V), tied decoder
   Tensor w = tg.masked_lm_weights.to(dt).reshape({b * p});
   double wsum = 0;
-  for (int64_t i = 0; i < b * p; ++i) wsum += w.get(i);
+  {
+    const Tensor w64 = w.to(DType::f64);
+    for (int64_t i = 0; i < b * p; ++i) wsum += w64.data<double>()[i];
+  }
   const double mlm_norm = tg.mlm_normalizer > 0 ? tg.mlm_normalizer : wsum + 1e-5;
   Tensor labels = tg.masked_lm_ids.reshape({b * p});
   PretrainingOutput o;
@@ -203,14 +217,17 @@ PretrainingOutput BertForPreTraining::forward(const BertInputs& in, const Pretra
   o.mlm_logits = logits.value();
   o.mlm_weight = wsum;
   {
+    // Accuracy at the real slots; argmax over the vocab row (f32 or f64 logits).
     const Tensor& lv = logits.value();
     const int64_t v = lv.size(1);
+    const int32_t* lab = labels.data<int32_t>();
+    const Tensor w64 = w.to(DType::f64);
+    const double* wp = w64.data<double>();
     for (int64_t i = 0; i < b * p; ++i) {
-      if (w.get(i) == 0) continue;
+      if (wp[i] == 0) continue;
       int64_t best = 0;
-      for (int64_t j = 1; j < v; ++j)
-        if (lv.get(i * v + j) > lv.get(i * v + best)) best = j;
-      if (best == labels.data<int32_t>()[i]) o.mlm_correct += w.get(i);
+      BERTRAIN_DISPATCH_LOGITS(lv, i * v, v, best);
+      if (best == lab[i]) o.mlm_correct += wp[i];
     }
   }
   o.loss = o.mlm_loss;

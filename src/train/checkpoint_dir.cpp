@@ -94,11 +94,21 @@ void CheckpointWriter::commit() {
 
 std::optional<std::string> newest_checkpoint(const std::string& output_dir) {
   std::error_code ec;
-  if (fs::is_directory(output_dir, ec))
-    for (const auto& e : fs::directory_iterator(output_dir)) {
+  if (fs::is_directory(output_dir, ec)) {
+    std::vector<fs::directory_entry> entries(fs::directory_iterator(output_dir), fs::directory_iterator{});
+    for (const auto& e : entries) {
       const std::string n = e.path().filename().string();
-      if (n.rfind(".tmp-checkpoint-", 0) == 0 || n.find(".old-") != std::string::npos) fs::remove_all(e.path(), ec);
+      const size_t old_at = n.find(".old-");
+      if (old_at != std::string::npos && n.rfind("checkpoint-", 0) == 0) {
+        // Killed between the two renames of a same-step replacement: the old copy is the complete one.
+        const fs::path orig = e.path().parent_path() / n.substr(0, old_at);
+        if (!fs::exists(orig)) fs::rename(e.path(), orig, ec);
+        else fs::remove_all(e.path(), ec);
+      } else if (n.rfind(".tmp-checkpoint-", 0) == 0 || n.rfind(".deleting-", 0) == 0) {
+        fs::remove_all(e.path(), ec);
+      }
     }
+  }
   auto v = list_checkpoints(output_dir);
   if (v.empty()) return std::nullopt;
   return v.back().second.string();
@@ -108,7 +118,13 @@ void prune_checkpoints(const std::string& output_dir, int64_t limit) {
   if (limit <= 0) return;
   auto v = list_checkpoints(output_dir);
   std::error_code ec;
-  for (size_t i = 0; i + static_cast<size_t>(limit) < v.size(); ++i) fs::remove_all(v[i].second, ec);
+  // Rename first (atomic), then delete: a crash mid-deletion leaves a ".deleting-" directory that the next
+  // newest_checkpoint() removes, never a half-deleted checkpoint-N that looks complete.
+  for (size_t i = 0; i + static_cast<size_t>(limit) < v.size(); ++i) {
+    fs::path doomed = v[i].second.parent_path() / (".deleting-" + v[i].second.filename().string());
+    fs::rename(v[i].second, doomed, ec);
+    if (!ec) fs::remove_all(doomed, ec);
+  }
 }
 
 void write_text(const std::string& path, const std::string& text) {
