@@ -26,3 +26,5 @@ bertrain_add_layer(data
 )
 # GLUE readers, classifier featurization, metrics and output writers (issue 7).
 target_sources(bertrain_data PRIVATE data/glue.cpp data/metrics.cpp data/glue_writers.cpp)
+# SQuAD v1.1/v2.0: reading, features, predictions, official evaluation (issue 8).
+target_sources(bertrain_data PRIVATE data/squad_json.cpp data/squad.cpp data/squad_predictions.cpp data/squad_evaluate.cpp)
