@@ -1,4 +1,4 @@
-// bert_config.cpp: BertConfig validation (the checks its header documents).
+// bert_config.cpp: BertConfig validation.
 #include "bertrain/models/bert_config.h"
 
 #include "bertrain/core/error.h"
@@ -6,8 +6,8 @@
 namespace bertrain {
 
 void BertConfig::validate() const {
-  auto positive = [](const char* key, int64_t v) {
-    BERTRAIN_CHECK(v > 0, "BertConfig: ", key, " must be positive, got ", v);
+  auto positive = [](const char* name, int64_t v) {
+    BERTRAIN_CHECK(v > 0, "config: ", name, " must be positive, got ", v);
   };
   positive("vocab_size", vocab_size);
   positive("hidden_size", hidden_size);
@@ -17,16 +17,17 @@ void BertConfig::validate() const {
   positive("max_position_embeddings", max_position_embeddings);
   positive("type_vocab_size", type_vocab_size);
   positive("num_labels", num_labels);
-  BERTRAIN_CHECK(hidden_size % num_attention_heads == 0, "BertConfig: hidden_size (", hidden_size,
-                 ") must be divisible by num_attention_heads (", num_attention_heads, ")");
-  auto probability = [](const char* key, double p) {
-    BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "BertConfig: ", key, " must be in [0, 1), got ", p);
-  };
-  probability("hidden_dropout_prob", hidden_dropout_prob);
-  probability("attention_probs_dropout_prob", attention_probs_dropout_prob);
+  BERTRAIN_CHECK(hidden_size % num_attention_heads == 0, "config: hidden_size (", hidden_size,
+                 ") is not a multiple of num_attention_heads (", num_attention_heads, ")");
+  BERTRAIN_CHECK(hidden_dropout_prob >= 0 && hidden_dropout_prob < 1,
+                 "config: hidden_dropout_prob must be in [0, 1), got ", hidden_dropout_prob);
+  BERTRAIN_CHECK(attention_probs_dropout_prob >= 0 && attention_probs_dropout_prob < 1,
+                 "config: attention_probs_dropout_prob must be in [0, 1), got ", attention_probs_dropout_prob);
+  BERTRAIN_CHECK(initializer_range > 0, "config: initializer_range must be positive, got ", initializer_range);
+  BERTRAIN_CHECK(layer_norm_eps >= 0, "config: layer_norm_eps must be >= 0, got ", layer_norm_eps);
   BERTRAIN_CHECK(hidden_act == "gelu" || hidden_act == "gelu_new" || hidden_act == "gelu_pytorch_tanh" ||
                      hidden_act == "relu" || hidden_act == "tanh",
-                 "BertConfig: unknown hidden_act '", hidden_act,
+                 "config: unknown hidden_act '", hidden_act,
                  "' (expected gelu, gelu_new, gelu_pytorch_tanh, relu or tanh)");
 }
 

@@ -1,1 +1,1 @@
-bertrain_add_layer(models SOURCES models/bert_config.cpp PUBLIC_DEPS bertrain::nn)
+bertrain_add_layer(models SOURCES models/bert_config.cpp models/bert.cpp PUBLIC_DEPS bertrain::nn)

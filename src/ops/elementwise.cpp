@@ -1,8 +1,10 @@
 // elementwise.cpp: add, sub, mul (b broadcast over a's leading axes), scale, gelu (erf and tanh), tanh, relu.
+#include <algorithm>
 #include <cmath>
 
 #include "bertrain/ops/ops.h"
 #include "kernels/reduce.h"
+#include "kernels/vmath.h"
 #include "ops/op_util.h"
 
 namespace bertrain {
@@ -155,10 +157,61 @@ struct ActOp {
     Tensor x_or_y;  // y for tanh, x otherwise
     Act kind;
   };
+  // GELU goes through libmvec's vector erfc / exp (kernels/vmath.h) in fixed chunks of kChunk elements,
+  // so every element takes the same path for any thread count.
+  static constexpr int64_t kChunk = 4096;
+  template <class T>
+  static void gelu_chunk(Act k, const T* x, T* y, int64_t n, T* t) {
+    constexpr T kInvSqrt2 = static_cast<T>(0.70710678118654752440);
+    constexpr T kSqrt2OverPi = static_cast<T>(0.79788456080286535588);
+    if (k == Act::gelu_erf) {
+      for (int64_t i = 0; i < n; ++i) t[i] = -x[i] * kInvSqrt2;
+      kernels::verfc(t, t, n);
+      for (int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * t[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) t[i] = T(-2) * kSqrt2OverPi * (x[i] + T(0.044715) * x[i] * x[i] * x[i]);
+      kernels::vexp(t, t, n);
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (T(1) + t[i]);
+    }
+  }
   template <class T>
   static void fwd(Act k, const T* x, T* y, int64_t n) {
+    if (k == Act::gelu_erf || k == Act::gelu_tanh) {
+      const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+      for (int64_t c = 0; c < chunks; ++c) {
+        T t[kChunk];
+        const int64_t b = c * kChunk, e = std::min(n, b + kChunk);
+        gelu_chunk<T>(k, x + b, y + b, e - b, t);
+      }
+      return;
+    }
 #pragma omp parallel for simd if (n > 4096)
     for (int64_t i = 0; i < n; ++i) y[i] = act_fwd<T>(k, x[i]);
+  }
+  // d/dx gelu: erf form Phi(x) + x phi(x); tanh form s + 2 x s (1 - s) du/dx with s = sigmoid(2u).
+  template <class T>
+  static void gelu_grad_chunk(Act k, const T* x, T* g, int64_t n, T* t1, T* t2) {
+    constexpr T kInvSqrt2 = static_cast<T>(0.70710678118654752440);
+    constexpr T kInvSqrt2Pi = static_cast<T>(0.39894228040143267794);
+    constexpr T kSqrt2OverPi = static_cast<T>(0.79788456080286535588);
+    if (k == Act::gelu_erf) {
+      for (int64_t i = 0; i < n; ++i) {
+        t1[i] = -x[i] * kInvSqrt2;
+        t2[i] = T(-0.5) * x[i] * x[i];
+      }
+      kernels::verfc(t1, t1, n);
+      kernels::vexp(t2, t2, n);
+      for (int64_t i = 0; i < n; ++i) g[i] = T(0.5) * t1[i] + x[i] * kInvSqrt2Pi * t2[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) t1[i] = T(-2) * kSqrt2OverPi * (x[i] + T(0.044715) * x[i] * x[i] * x[i]);
+      kernels::vexp(t1, t1, n);
+      for (int64_t i = 0; i < n; ++i) {
+        const T s = T(1) / (T(1) + t1[i]);
+        const T du = kSqrt2OverPi * (T(1) + T(3) * T(0.044715) * x[i] * x[i]);
+        g[i] = s + T(2) * x[i] * s * (T(1) - s) * du;
+      }
+    }
   }
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dy, GradSlot& g) {
@@ -169,6 +222,17 @@ struct ActOp {
     T* o = dx.data<T>();
     const bool acc = g.accumulate;
     const Act k = sv.kind;
+    if (k == Act::gelu_erf || k == Act::gelu_tanh) {
+      const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+      for (int64_t c = 0; c < chunks; ++c) {
+        T t1[kChunk], t2[kChunk], gr[kChunk];
+        const int64_t b = c * kChunk, e = std::min(n, b + kChunk);
+        gelu_grad_chunk<T>(k, s + b, gr, e - b, t1, t2);
+        for (int64_t i = b; i < e; ++i) o[i] = acc ? o[i] + d[i] * gr[i - b] : d[i] * gr[i - b];
+      }
+      return;
+    }
 #pragma omp parallel for simd if (n > 4096)
     for (int64_t i = 0; i < n; ++i) {
       T gr = k == Act::tanh ? T(1) - s[i] * s[i] : act_grad<T>(k, s[i]);

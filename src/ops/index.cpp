@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bertrain/ops/ops.h"
+#include "kernels/vmath.h"
 #include "ops/op_util.h"
 
 namespace bertrain {
@@ -69,17 +70,18 @@ Variable gather(const char* op, const Variable& table, const Tensor& ids, Shape 
 }
 
 // loss = sum_i w_i (logsumexp(x_i) - x_i[y_i]) / normalizer; dx_i = dloss * w_i / normalizer * (p_i - e_{y_i}).
+// The forward keeps the softmax probabilities p (rows with weight 0 are left untouched and never read).
 struct CrossEntropyOp {
   static constexpr const char* kName = "cross_entropy";
   struct Saved {
-    Tensor logits, labels, w;  // w: effective weights (N) in the logits' dtype
+    Tensor probs, labels, w;  // probs: (N, C); w: effective weights (N) in the logits' dtype
     double normalizer;
   };
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dy, GradSlot& g) {
-    const int64_t n = sv.logits.size(0), c = sv.logits.size(1);
-    Tensor& dx = g.prepare(sv.logits.shape(), dy.dtype());
-    const T* x = sv.logits.data<T>();
+    const int64_t n = sv.probs.size(0), c = sv.probs.size(1);
+    Tensor& dx = g.prepare(sv.probs.shape(), dy.dtype());
+    const T* pr = sv.probs.data<T>();
     const int32_t* y = sv.labels.data<int32_t>();
     const T* w = sv.w.data<T>();
     T* o = dx.data<T>();
@@ -87,26 +89,23 @@ struct CrossEntropyOp {
     const bool acc = g.accumulate;
 #pragma omp parallel for schedule(static) if (n * c > 16384)
     for (int64_t i = 0; i < n; ++i) {
-      const T* xr = x + i * c;
+      const T* pi = pr + i * c;
       T* orow = o + i * c;
       const T wi = w[i] * up;
       if (wi == T(0)) {
         if (!acc) std::fill(orow, orow + c, T(0));
         continue;
       }
-      T mx = *std::max_element(xr, xr + c);
-      T s = 0;
-      for (int64_t j = 0; j < c; ++j) s += std::exp(xr[j] - mx);
-      const T inv = T(1) / s;
       for (int64_t j = 0; j < c; ++j) {
-        T v = wi * (std::exp(xr[j] - mx) * inv - (j == y[i] ? T(1) : T(0)));
+        T v = wi * pi[j];
         orow[j] = acc ? orow[j] + v : v;
       }
+      orow[y[i]] -= wi;
     }
   }
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     if (!g[0].needed()) return;
-    BERTRAIN_DISPATCH_FLOAT(sv.logits.dtype(), kName, bwd<T>(sv, dy, g[0]));
+    BERTRAIN_DISPATCH_FLOAT(sv.probs.dtype(), kName, bwd<T>(sv, dy, g[0]));
   }
 };
 
@@ -143,23 +142,30 @@ Variable cross_entropy(const Variable& logits, const Tensor& labels, const Tenso
     w.set(i, weights.defined() ? weights.get(i) : 1.0);
   }
   double total = 0;
+  Tensor probs = Tensor::empty({n, c}, x.dtype());
   BERTRAIN_DISPATCH_FLOAT(x.dtype(), "cross_entropy", {
     const T* xs = x.data<T>();
     const T* ws = w.data<T>();
+    T* ps = probs.data<T>();
     std::vector<double> ce(static_cast<size_t>(n), 0.0);
 _Pragma("omp parallel for schedule(static) if (n * c > 16384)")
     for (int64_t i = 0; i < n; ++i) {
       if (ws[i] == T(0)) continue;
       const T* xr = xs + i * c;
-      T mx = *std::max_element(xr, xr + c);
+      T* pr = ps + i * c;
+      const T mx = *std::max_element(xr, xr + c);
+      for (int64_t j = 0; j < c; ++j) pr[j] = xr[j] - mx;
+      kernels::vexp(pr, pr, c);
       T s = 0;
-      for (int64_t j = 0; j < c; ++j) s += std::exp(xr[j] - mx);
+      for (int64_t j = 0; j < c; ++j) s += pr[j];
+      const T inv = T(1) / s;
+      for (int64_t j = 0; j < c; ++j) pr[j] *= inv;
       ce[static_cast<size_t>(i)] = static_cast<double>(ws[i]) * (static_cast<double>(mx + std::log(s)) - xr[y[i]]);
     }
     for (double v : ce) total += v;
   });
   Tensor out = Tensor::full({}, total / normalizer, x.dtype());
-  return detail::record<CrossEntropyOp>(out, {logits}, {x, labels, w, normalizer});
+  return detail::record<CrossEntropyOp>(out, {logits}, {probs, labels.clone(), w, normalizer});
 }
 
 }  // namespace bertrain

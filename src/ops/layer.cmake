@@ -1,5 +1,7 @@
 bertrain_add_layer(ops
-  SOURCES ops/matmul.cpp ops/elementwise.cpp ops/norm.cpp ops/index.cpp ops/shape.cpp
-          kernels/gemm.cpp kernels/reduce.cpp
+  SOURCES ops/matmul.cpp ops/elementwise.cpp ops/norm.cpp ops/index.cpp ops/shape.cpp ops/checkpoint.cpp
+          kernels/gemm.cpp kernels/reduce.cpp kernels/vmath.cpp
   PUBLIC_DEPS bertrain::autograd
-  PRIVATE_DEPS DNNL::dnnl Eigen3::Eigen OpenMP::OpenMP_CXX)
+  PRIVATE_DEPS DNNL::dnnl Eigen3::Eigen OpenMP::OpenMP_CXX mvec m)
+# libmvec calls need errno-free math in this one file (no other semantics change).
+set_source_files_properties(kernels/vmath.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno")

@@ -5,6 +5,7 @@
 #include "bertrain/core/rng.h"
 #include "bertrain/ops/ops.h"
 #include "kernels/reduce.h"
+#include "kernels/vmath.h"
 #include "ops/op_util.h"
 
 namespace bertrain {
@@ -108,12 +109,10 @@ struct SoftmaxOp {
       T* yr = y + r * n;
       T mx = -INFINITY;
       for (int64_t i = 0; i < n; ++i) mx = std::max(mx, mr ? xr[i] + mr[i] : xr[i]);
+      for (int64_t i = 0; i < n; ++i) yr[i] = (mr ? xr[i] + mr[i] : xr[i]) - mx;
+      kernels::vexp(yr, yr, n);
       T s = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        T e = std::exp((mr ? xr[i] + mr[i] : xr[i]) - mx);
-        yr[i] = e;
-        s += e;
-      }
+      for (int64_t i = 0; i < n; ++i) s += yr[i];
       const T inv = T(1) / s;
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) yr[i] *= inv;

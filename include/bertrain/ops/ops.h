@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "bertrain/autograd/variable.h"
@@ -92,5 +93,16 @@ Variable concat(const std::vector<Variable>& xs, int dim);
 Variable sum(const Variable& x);
 /// Mean of all elements -> shape ().
 Variable mean(const Variable& x);
+
+}  // namespace bertrain
+
+namespace bertrain {
+
+/// Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): runs
+/// f(x) without recording and keeps only x; backward runs f again with recording (dropout masks are keyed,
+/// so they replay exactly) and backpropagates through it: parameters used inside f get their gradients
+/// accumulated directly, x gets its gradient through the returned Variable. `needs_grad` says whether
+/// anything inside f (its parameters) requires a gradient, so the op records even when x does not.
+Variable checkpoint(const std::function<Variable(const Variable&)>& f, const Variable& x, bool needs_grad);
 
 }  // namespace bertrain

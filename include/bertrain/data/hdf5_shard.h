@@ -1,0 +1,62 @@
+// hdf5_shard.h: pretraining shards in NVIDIA DeepLearningExamples' HDF5 layout (BERT/data/
+// create_pretraining_data.py, written with h5py), read and written with libhdf5 behind this interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bertrain/data/pretraining.h"
+
+namespace bertrain::data {
+
+/// Writes `features` to `path` as six gzip-compressed, chunked datasets: input_ids int32 (N, T), input_mask
+/// int8 (N, T), segment_ids int8 (N, T), masked_lm_positions int32 (N, P), masked_lm_ids int32 (N, P),
+/// next_sentence_labels int8 (N). masked_lm_weights is not stored (NVIDIA derives it; so does our loader).
+/// Object timestamps are off, so equal features give byte-identical files. The file is written to a
+/// temporary name and renamed. `gzip_level` in 0..9 (h5py's default is 4). Throws bertrain::Error naming
+/// the file on any HDF5 failure.
+void write_pretraining_shard(const std::string& path, const PretrainingFeatures& features, int gzip_level = 4);
+
+/// Reads a shard written by bertrain or by NVIDIA's scripts. Integer datasets of any width are converted to
+/// the in-memory types (NVIDIA's int64 files included). Throws bertrain::Error naming the file (and dataset)
+/// when the file is missing, not HDF5, lacks a dataset, has a non-integer dataset, inconsistent shapes, or
+/// masked_lm_positions outside [0, T).
+PretrainingFeatures read_pretraining_shard(const std::string& path);
+
+/// N, T and P of a shard without reading its data. Same errors as read_pretraining_shard.
+struct ShardInfo {
+  int64_t num_samples = 0;
+  int64_t max_seq_length = 0;
+  int64_t max_predictions_per_seq = 0;
+};
+ShardInfo inspect_pretraining_shard(const std::string& path);
+
+/// The shard files of a directory: regular files whose name contains "training" (NVIDIA's loader selects
+/// them the same way), sorted by name. Throws bertrain::Error when `dir` is missing or holds no such file.
+std::vector<std::string> list_training_shards(const std::string& dir);
+
+/// What `create-pretraining-data` records in `dataset_info.json` beside the shards.
+struct DatasetInfo {
+  PretrainingOptions options;
+  std::string vocab_file;
+  std::string vocab_sha256;
+  int64_t vocab_size = 0;
+  bool do_lower_case = true;
+  std::vector<std::string> input_files;
+  std::vector<std::string> shards;         // file names, relative to the output directory
+  std::vector<int64_t> shard_samples;      // N of each shard
+  PretrainingStats stats;
+  double seconds = 0;
+};
+
+/// Deals `instances` round-robin over options.num_shards shards (instance i goes to shard i % num_shards, as
+/// ref's writer does), writes `<output_dir>/part-%05d-training.hdf5` and returns the file names and sizes in
+/// `info.shards` / `info.shard_samples`. Creates output_dir. Throws bertrain::Error on write failures.
+void write_pretraining_shards(const std::vector<TrainingInstance>& instances, const PretrainingOptions& options,
+                              const std::string& output_dir, DatasetInfo& info, int gzip_level = 4);
+
+/// Writes `info` as JSON (flags under google-research/bert names, counts, vocab checksum) to `path`.
+void write_dataset_info(const std::string& path, const DatasetInfo& info);
+
+}  // namespace bertrain::data

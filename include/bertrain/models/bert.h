@@ -1,0 +1,161 @@
+// bert.h: the BERT encoder (Devlin et al. 2019) and its pretraining, classification and question-answering
+// heads, with Hugging Face's module structure so that named_parameters() yields Hugging Face names
+// (bert.encoder.layer.3.attention.self.query.weight, cls.predictions.bias, ...), weights stored (out, in).
+// Behaviour matches google-research/bert modeling.py: post-LN layers, 1/sqrt(head size) scaling, the additive
+// (1 - mask) * -10000 attention mask, truncated-normal initialisation.
+// Shapes: B batch, T sequence length, H hidden, NH heads, HS head size, I intermediate, V vocab,
+// P masked positions per sequence.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "bertrain/core/rng.h"
+#include "bertrain/models/bert_config.h"
+#include "bertrain/nn/layers.h"
+
+namespace bertrain {
+
+/// One batch of model inputs.
+struct BertInputs {
+  Tensor input_ids;       ///< i32 (B, T)
+  Tensor token_type_ids;  ///< i32 (B, T); undefined means all 0
+  Tensor attention_mask;  ///< i32 (B, T), 1 for real tokens, 0 for padding; undefined means all 1
+  /// Dropout keys: the global index of row 0 and the run's dropout seed (see DropoutKey), so masks do not
+  /// depend on how a global batch is split into micro-batches or ranks.
+  int64_t first_sample = 0;
+  uint64_t dropout_seed = 0;
+};
+
+/// Maps BertConfig::hidden_act to an op; throws for an unknown name.
+Variable bert_activation(const std::string& hidden_act, const Variable& x);
+
+class BertEmbeddings : public Module {
+ public:
+  BertEmbeddings(const BertConfig& c, Rng& rng, DType dtype);
+  /// -> (B, T, H): LayerNorm(word + position + token type), then dropout.
+  Variable forward(const BertInputs& in) const;
+  const Variable& word_embeddings() const { return word_->weight(); }
+
+ private:
+  std::shared_ptr<Embedding> word_, position_, token_type_;
+  std::shared_ptr<LayerNorm> norm_;
+  std::shared_ptr<Dropout> dropout_;
+  int64_t max_positions_;
+};
+
+class BertLayer : public Module {
+ public:
+  BertLayer(const BertConfig& c, int index, Rng& rng, DType dtype);
+  /// x: (B, T, H), mask: additive (B, T) -> (B, T, H).
+  Variable forward(const Variable& x, const Tensor& mask, const BertInputs& in) const;
+
+ private:
+  BertConfig c_;
+  std::shared_ptr<Linear> query_, key_, value_, attn_out_, inter_, out_;
+  std::shared_ptr<LayerNorm> attn_norm_, out_norm_;
+  std::shared_ptr<Dropout> probs_dropout_, attn_dropout_, out_dropout_;
+};
+
+/// The encoder stack with embeddings and pooler: Hugging Face's BertModel.
+class BertModel : public Module {
+ public:
+  BertModel(const BertConfig& c, Rng& rng, DType dtype = DType::f32, bool add_pooler = true);
+  struct Output {
+    Variable sequence_output;  ///< (B, T, H)
+    Variable pooled_output;    ///< (B, H): tanh(dense(first token)); undefined without a pooler
+  };
+  /// Throws bertrain::Error when shapes disagree or T exceeds max_position_embeddings.
+  Output forward(const BertInputs& in) const;
+  const BertConfig& config() const { return c_; }
+  const BertEmbeddings& embeddings() const { return *embeddings_; }
+  /// Recompute each encoder layer in backward instead of keeping its activations.
+  void set_activation_checkpointing(bool on) { checkpointing_ = on; }
+
+ private:
+  BertConfig c_;
+  std::shared_ptr<BertEmbeddings> embeddings_;
+  std::vector<std::shared_ptr<BertLayer>> layers_;
+  std::shared_ptr<Linear> pooler_;
+  bool checkpointing_ = false;
+};
+
+/// Pretraining targets for one batch (NVIDIA's HDF5 keys).
+struct PretrainingTargets {
+  Tensor masked_lm_positions;   ///< i32 (B, P), padded slots 0
+  Tensor masked_lm_ids;         ///< i32 (B, P), padded slots 0
+  Tensor masked_lm_weights;     ///< f32 (B, P), 1 for real slots, 0 for padding
+  Tensor next_sentence_labels;  ///< i32 (B): 0 = B follows A, 1 = B is random (google-research/bert); or undefined
+  /// Loss normalisers; 0 means this batch alone: sum(w) + 1e-5 for masked-LM, B for next-sentence. With
+  /// gradient accumulation the trainer passes the global batch's values so micro-batches sum to the big batch.
+  double mlm_normalizer = 0;
+  double nsp_normalizer = 0;
+};
+
+struct PretrainingOutput {
+  Variable loss;      ///< mlm_loss + nsp_loss (scalar)
+  Variable mlm_loss;  ///< sum(w * CE) / normalizer over the prediction slots
+  Variable nsp_loss;  ///< sum CE / normalizer; undefined without next-sentence labels
+  Tensor mlm_logits;  ///< (B * P, V)
+  Tensor nsp_logits;  ///< (B, 2)
+  double mlm_correct = 0, mlm_weight = 0;  ///< sum(w * [argmax == label]), sum(w)
+  double nsp_correct = 0, nsp_count = 0;
+};
+
+/// Hugging Face's BertForPreTraining: masked-LM head evaluated only at the masked positions (dense +
+/// activation + LayerNorm, then the decoder tied to the word embeddings plus its own bias
+/// cls.predictions.bias) and the next-sentence head cls.seq_relationship. Losses as google-research/bert's
+/// run_pretraining.py.
+class BertForPreTraining : public Module {
+ public:
+  BertForPreTraining(const BertConfig& c, Rng& rng, DType dtype = DType::f32);
+  /// Throws bertrain::Error naming the field when target shapes disagree with the inputs.
+  PretrainingOutput forward(const BertInputs& in, const PretrainingTargets& t) const;
+  BertModel& bert() { return *bert_; }
+  const BertModel& bert() const { return *bert_; }
+
+ private:
+  std::shared_ptr<BertModel> bert_;
+  std::shared_ptr<Module> cls_;
+  std::shared_ptr<Linear> transform_dense_, seq_relationship_;
+  std::shared_ptr<LayerNorm> transform_norm_;
+  Variable decoder_bias_;
+};
+
+/// Hugging Face's BertForSequenceClassification: dropout(pooled) -> classifier (num_labels). Loss: mean CE,
+/// or mean squared error when num_labels == 1 (regression, STS-B).
+class BertForSequenceClassification : public Module {
+ public:
+  BertForSequenceClassification(const BertConfig& c, Rng& rng, DType dtype = DType::f32);
+  /// -> logits (B, num_labels).
+  Variable forward(const BertInputs& in) const;
+  /// labels: i32 (B) class ids, or f32 (B) targets when num_labels == 1. normalizer 0 means B.
+  Variable loss(const Variable& logits, const Tensor& labels, double normalizer = 0) const;
+  BertModel& bert() { return *bert_; }
+
+ private:
+  BertConfig c_;
+  std::shared_ptr<BertModel> bert_;
+  std::shared_ptr<Dropout> dropout_;
+  std::shared_ptr<Linear> classifier_;
+};
+
+/// Hugging Face's BertForQuestionAnswering: qa_outputs (H -> 2) gives start and end logits (B, T) each.
+class BertForQuestionAnswering : public Module {
+ public:
+  BertForQuestionAnswering(const BertConfig& c, Rng& rng, DType dtype = DType::f32);
+  struct Output {
+    Variable start_logits, end_logits;  ///< (B, T)
+  };
+  Output forward(const BertInputs& in) const;
+  /// (CE(start) + CE(end)) / 2, each a mean over the batch; positions i32 (B) in [0, T).
+  Variable loss(const Output& o, const Tensor& start_positions, const Tensor& end_positions,
+                double normalizer = 0) const;
+  BertModel& bert() { return *bert_; }
+
+ private:
+  std::shared_ptr<BertModel> bert_;
+  std::shared_ptr<Linear> qa_outputs_;
+};
+
+}  // namespace bertrain

@@ -1,0 +1,49 @@
+// pretrainer.h: the pretraining trainer behind `bertrain pretrain`: multi-phase schedules with re-warm-up,
+// gradient accumulation normalised over the global batch, skipping of non-finite steps, evaluation,
+// atomic checkpoints every N steps and on SIGINT/SIGTERM (mid-accumulation included), and exact resume.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bertrain/io/recipe.h"
+
+namespace bertrain {
+
+struct PretrainOptions {
+  bool resume = false;  ///< continue from the newest complete checkpoint in output_dir
+  int only_phase = 0;   ///< 1-based phase to run alone; 0 = all phases
+  int world_size = 1;
+  int rank = 0;
+  bool progress = true; ///< live progress line on the console
+};
+
+/// google-research/bert run_pretraining.py's evaluation keys.
+struct PretrainEvalResult {
+  double masked_lm_loss = 0, masked_lm_accuracy = 0, next_sentence_loss = 0, next_sentence_accuracy = 0, loss = 0;
+  int64_t global_step = 0;
+  int64_t examples = 0;
+};
+
+class PretrainTrainer {
+ public:
+  /// Builds the model (random init from the seed, or init_checkpoint), the optimizer and the schedule, and
+  /// runs the start-up checks. Throws bertrain::Error with a clear message: a vocab file with more entries
+  /// than vocab_size, max_seq_length above max_position_embeddings, a checkpoint of another shape.
+  PretrainTrainer(const PretrainRecipe& recipe, const PretrainOptions& options);
+  ~PretrainTrainer();
+  /// Trains the remaining steps. Returns 0 when done, or 128 + signal number after SIGINT/SIGTERM (a
+  /// checkpoint was saved first). Throws bertrain::Error when max_consecutive_skipped_steps non-finite steps
+  /// occur in a row (the last good checkpoint stays) or on bad data.
+  int train();
+  /// Evaluates on the shards of `eval_dir` and writes OUTPUT_DIR/eval_results.json.
+  PretrainEvalResult evaluate(const std::string& eval_dir);
+  int64_t global_step() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bertrain

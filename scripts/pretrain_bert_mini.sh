@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# pretrain_bert_mini.sh: rebuilds the bert-mini checkpoint the finetuning experiments start from.
+# Splits ../shared/data/gutenberg_en/pretrain_corpus.txt.xz into training books and two held-out books
+# (PG 120 Treasure Island, PG 1232 The Prince), makes 128- and 512-token shards, and pretrains
+# configs/pretrain/bert-mini-gutenberg.json (phase 1 at 128, phase 2 at 512 with LAMB re-warm-up).
+# Usage: scripts/pretrain_bert_mini.sh [extra bertrain pretrain flags, e.g. --resume]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared}
+BIN=${BIN:-build/bertrain}
+VOCAB=data/vocab/bert-base-uncased-vocab.txt
+D=out/gutenberg_data
+mkdir -p "$D"
+if [ ! -f "$D/split/train.txt" ]; then
+  xz -dc "$SHARED/data/gutenberg_en/pretrain_corpus.txt.xz" > "$D/pretrain_corpus.txt"
+  /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/split"
+fi
+[ -d "$D/train128" ] || "$BIN" create-pretraining-data --input_file "$D/split/train.txt" --output_dir "$D/train128" \
+  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 3 \
+  --num_shards 4 --random_seed 12345
+[ -d "$D/train512" ] || "$BIN" create-pretraining-data --input_file "$D/split/train.txt" --output_dir "$D/train512" \
+  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 512 --max_predictions_per_seq 80 --dupe_factor 1 \
+  --num_shards 2 --random_seed 23456
+[ -d "$D/eval128" ] || "$BIN" create-pretraining-data --input_file "$D/split/heldout.txt" --output_dir "$D/eval128" \
+  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 1 \
+  --random_seed 99
+"$BIN" pretrain --config configs/pretrain/bert-mini-gutenberg.json "$@"
+/usr/bin/python3 scripts/plot_metrics.py out/bert-mini-gutenberg/metrics.jsonl out/bert-mini-gutenberg/curves.png

@@ -1,0 +1,341 @@
+// hdf5_shard.cpp: NVIDIA-layout pretraining shards on the libhdf5 C API; HDF5's own error printing is
+// silenced and every failure becomes a bertrain::Error that names the file and the dataset.
+#include "bertrain/data/hdf5_shard.h"
+
+#include <hdf5.h>
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace bertrain::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+void silence_hdf5() {
+  static std::once_flag once;
+  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+// The innermost message of HDF5's error stack ("" when empty), then clears it.
+std::string hdf5_error() {
+  std::string msg;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
+        auto* s = static_cast<std::string*>(out);
+        if (s->empty() && e->desc) *s = e->desc;
+        return 0;
+      },
+      &msg);
+  H5Eclear2(H5E_DEFAULT);
+  return msg.empty() ? "" : " (" + msg + ")";
+}
+
+// An HDF5 id closed by its close function.
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+#define H5_CHECK(expr, ...)                                                                      \
+  do {                                                                                           \
+    if ((expr) < 0) {                                                                            \
+      std::string h5_err__ = hdf5_error();                                                       \
+      BERTRAIN_CHECK(false, __VA_ARGS__, h5_err__);                                              \
+    }                                                                                            \
+  } while (0)
+
+template <class T>
+void write_dataset(hid_t file, const std::string& path, const char* name, const std::vector<T>& data,
+                   int64_t rows, int64_t cols, int gzip_level) {
+  const int rank = cols > 0 ? 2 : 1;
+  hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  Handle space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
+  H5_CHECK(space.get(), path, ": cannot create the dataspace of '", name, "'");
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  hsize_t chunk_dims[2] = {1, 1};
+  H5_CHECK(H5Pset_obj_track_times(dcpl.get(), 0), path, ": cannot turn off timestamps");
+  if (rows > 0) {
+    // Chunks of about 256 KiB: big enough for gzip, small enough for partial reads.
+    const int64_t row_bytes = std::max<int64_t>(1, cols) * static_cast<int64_t>(sizeof(T));
+    chunk_dims[0] = static_cast<hsize_t>(std::clamp<int64_t>((256 << 10) / row_bytes, 1, rows));
+    chunk_dims[1] = dims[1];
+    H5_CHECK(H5Pset_chunk(dcpl.get(), rank, chunk_dims), path, ": cannot set chunking of '", name, "'");
+    if (gzip_level > 0) H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(gzip_level)), path, ": no gzip");
+  }
+  const hid_t file_type = sizeof(T) == 4 ? H5T_STD_I32LE : H5T_STD_I8LE;
+  const hid_t mem_type = sizeof(T) == 4 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT8;
+  Handle ds(H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
+  H5_CHECK(ds.get(), path, ": cannot create dataset '", name, "'");
+  if (rows == 0) return;
+  if (gzip_level == 0) {
+    H5_CHECK(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), path,
+             ": cannot write dataset '", name, "'");
+    return;
+  }
+  // gzip the chunks in parallel (zlib compress2, the stream HDF5's deflate filter writes and reads) and hand
+  // them to HDF5 as they are: the serial libhdf5 is not thread-safe, zlib is. The edge chunk is zero-padded
+  // to the full chunk shape, as HDF5 stores it. The bytes do not depend on the thread count.
+  const int64_t chunk_rows = static_cast<int64_t>(chunk_dims[0]);
+  const int64_t row_elems = std::max<int64_t>(1, cols);
+  const int64_t nchunks = (rows + chunk_rows - 1) / chunk_rows;
+  std::vector<std::vector<unsigned char>> packed(static_cast<size_t>(nchunks));
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < nchunks; ++c) {
+    std::vector<T> buf(static_cast<size_t>(chunk_rows * row_elems), T{0});
+    const int64_t r0 = c * chunk_rows, r1 = std::min(rows, r0 + chunk_rows);
+    std::copy(data.begin() + r0 * row_elems, data.begin() + r1 * row_elems, buf.begin());
+    const uLong src_len = static_cast<uLong>(buf.size() * sizeof(T));
+    uLongf dst_len = compressBound(src_len);
+    auto& out = packed[static_cast<size_t>(c)];
+    out.resize(dst_len);
+    if (compress2(out.data(), &dst_len, reinterpret_cast<const Bytef*>(buf.data()), src_len, gzip_level) != Z_OK)
+      failed = true;
+    out.resize(dst_len);
+  }
+  BERTRAIN_CHECK(!failed, path, ": zlib failed to compress dataset '", name, "'");
+  for (int64_t c = 0; c < nchunks; ++c) {
+    hsize_t offset[2] = {static_cast<hsize_t>(c * chunk_rows), 0};
+    const auto& out = packed[static_cast<size_t>(c)];
+    H5_CHECK(H5Dwrite_chunk(ds.get(), H5P_DEFAULT, 0, offset, out.size(), out.data()), path,
+             ": cannot write chunk ", c, " of dataset '", name, "'");
+  }
+}
+
+// Opens `path` read-only after checking that it is an HDF5 file.
+hid_t open_shard(const std::string& path) {
+  silence_hdf5();
+  BERTRAIN_CHECK(fs::is_regular_file(path), "shard '", path, "' does not exist or is not a regular file");
+  const htri_t is = H5Fis_hdf5(path.c_str());
+  if (is <= 0) {
+    hdf5_error();
+    BERTRAIN_CHECK(false, "'", path, "' is not an HDF5 file", is < 0 ? " (or cannot be read)" : "");
+  }
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  H5_CHECK(f, "cannot open HDF5 file '", path, "'");
+  return f;
+}
+
+// Opens dataset `name`, checks it is an integer dataset, and returns its dims.
+hid_t open_dataset(hid_t file, const std::string& path, const char* name, std::vector<hsize_t>& dims) {
+  const htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
+  if (exists <= 0) {
+    hdf5_error();
+    BERTRAIN_CHECK(false, "'", path, "' has no dataset '", name,
+                   "': not a pretraining shard in NVIDIA's layout (needs input_ids, input_mask, segment_ids, "
+                   "masked_lm_positions, masked_lm_ids, next_sentence_labels)");
+  }
+  hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+  H5_CHECK(ds, "'", path, "': cannot open dataset '", name, "'");
+  Handle type(H5Dget_type(ds), H5Tclose);
+  if (!type.ok() || H5Tget_class(type.get()) != H5T_INTEGER) {
+    H5Dclose(ds);
+    hdf5_error();
+    BERTRAIN_CHECK(false, "'", path, "': dataset '", name, "' is not an integer dataset");
+  }
+  Handle space(H5Dget_space(ds), H5Sclose);
+  const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 1 || rank > 2) {
+    H5Dclose(ds);
+    hdf5_error();
+    BERTRAIN_CHECK(false, "'", path, "': dataset '", name, "' has rank ", rank, ", expected 1 or 2");
+  }
+  dims.assign(static_cast<size_t>(rank), 0);
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return ds;
+}
+
+// Reads the dims of all six datasets, checks them against each other, and optionally reads the data.
+ShardInfo read_or_inspect(const std::string& path, PretrainingFeatures* out) {
+  Handle file(open_shard(path), H5Fclose);
+  std::vector<hsize_t> d_ids, d_mask, d_seg, d_pos, d_mids, d_nsl;
+  Handle ids(open_dataset(file.get(), path, "input_ids", d_ids), H5Dclose);
+  Handle mask(open_dataset(file.get(), path, "input_mask", d_mask), H5Dclose);
+  Handle seg(open_dataset(file.get(), path, "segment_ids", d_seg), H5Dclose);
+  Handle pos(open_dataset(file.get(), path, "masked_lm_positions", d_pos), H5Dclose);
+  Handle mids(open_dataset(file.get(), path, "masked_lm_ids", d_mids), H5Dclose);
+  Handle nsl(open_dataset(file.get(), path, "next_sentence_labels", d_nsl), H5Dclose);
+  auto shape_str = [](const std::vector<hsize_t>& d) {
+    std::string s = "(";
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+    return s + ")";
+  };
+  BERTRAIN_CHECK(d_ids.size() == 2, "'", path, "': dataset 'input_ids' has shape ", shape_str(d_ids),
+                 ", expected (N, max_seq_length)");
+  BERTRAIN_CHECK(d_pos.size() == 2, "'", path, "': dataset 'masked_lm_positions' has shape ", shape_str(d_pos),
+                 ", expected (N, max_predictions_per_seq)");
+  const hsize_t N = d_ids[0], T = d_ids[1], P = d_pos[1];
+  auto expect = [&](const char* name, const std::vector<hsize_t>& d, std::vector<hsize_t> want) {
+    BERTRAIN_CHECK(d == want, "'", path, "': dataset '", name, "' has shape ", shape_str(d), ", expected ",
+                   shape_str(want), " to match input_ids ", shape_str(d_ids), " and masked_lm_positions ",
+                   shape_str(d_pos));
+  };
+  expect("input_mask", d_mask, {N, T});
+  expect("segment_ids", d_seg, {N, T});
+  expect("masked_lm_positions", d_pos, {N, P});
+  expect("masked_lm_ids", d_mids, {N, P});
+  if (d_nsl.size() == 2 && d_nsl[1] == 1) d_nsl.pop_back();  // (N, 1) is accepted as (N)
+  expect("next_sentence_labels", d_nsl, {N});
+  BERTRAIN_CHECK(T > 0 && P > 0, "'", path, "': empty sequence or prediction axis (T=", T, ", P=", P, ")");
+  ShardInfo info{static_cast<int64_t>(N), static_cast<int64_t>(T), static_cast<int64_t>(P)};
+  if (!out) return info;
+
+  PretrainingFeatures f(info.max_seq_length, info.max_predictions_per_seq);
+  auto read = [&](const Handle& ds, const char* name, auto& vec, size_t n) {
+    using T_ = typename std::decay_t<decltype(vec)>::value_type;
+    vec.resize(n);
+    if (n == 0) return;
+    const hid_t mem_type = sizeof(T_) == 4 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT8;
+    H5_CHECK(H5Dread(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, vec.data()), "'", path,
+             "': cannot read dataset '", name, "'");
+  };
+  read(ids, "input_ids", f.input_ids, N * T);
+  read(mask, "input_mask", f.input_mask, N * T);
+  read(seg, "segment_ids", f.segment_ids, N * T);
+  read(pos, "masked_lm_positions", f.masked_lm_positions, N * P);
+  read(mids, "masked_lm_ids", f.masked_lm_ids, N * P);
+  read(nsl, "next_sentence_labels", f.next_sentence_labels, N);
+  for (size_t i = 0; i < f.masked_lm_positions.size(); ++i) {
+    const int32_t p = f.masked_lm_positions[i];
+    BERTRAIN_CHECK(p >= 0 && static_cast<hsize_t>(p) < T, "'", path, "': masked_lm_positions[", i / P, ", ", i % P,
+                   "] = ", p, " is outside [0, ", T, ")");
+  }
+  f.check_consistent("'" + path + "'");
+  *out = std::move(f);
+  return info;
+}
+
+}  // namespace
+
+void write_pretraining_shard(const std::string& path, const PretrainingFeatures& f, int gzip_level) {
+  silence_hdf5();
+  BERTRAIN_CHECK(gzip_level >= 0 && gzip_level <= 9, "gzip level must be in 0..9, got ", gzip_level);
+  f.check_consistent("features for '" + path + "'");
+  if (gzip_level > 0)
+    BERTRAIN_CHECK(H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0, "this libhdf5 has no gzip (deflate) filter");
+  const std::string tmp = path + ".tmp";
+  {
+    Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+    H5_CHECK(H5Pset_obj_track_times(fcpl.get(), 0), path, ": cannot turn off timestamps");
+    Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
+    H5_CHECK(file.get(), "cannot create HDF5 file '", tmp, "'");
+    const int64_t N = f.size(), T = f.max_seq_length, P = f.max_predictions_per_seq;
+    write_dataset(file.get(), path, "input_ids", f.input_ids, N, T, gzip_level);
+    write_dataset(file.get(), path, "input_mask", f.input_mask, N, T, gzip_level);
+    write_dataset(file.get(), path, "segment_ids", f.segment_ids, N, T, gzip_level);
+    write_dataset(file.get(), path, "masked_lm_positions", f.masked_lm_positions, N, P, gzip_level);
+    write_dataset(file.get(), path, "masked_lm_ids", f.masked_lm_ids, N, P, gzip_level);
+    write_dataset(file.get(), path, "next_sentence_labels", f.next_sentence_labels, N, 0, gzip_level);
+    H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "cannot flush '", tmp, "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  BERTRAIN_CHECK(!ec, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
+}
+
+PretrainingFeatures read_pretraining_shard(const std::string& path) {
+  PretrainingFeatures f;
+  read_or_inspect(path, &f);
+  return f;
+}
+
+ShardInfo inspect_pretraining_shard(const std::string& path) { return read_or_inspect(path, nullptr); }
+
+std::vector<std::string> list_training_shards(const std::string& dir) {
+  BERTRAIN_CHECK(fs::is_directory(dir), "shard directory '", dir, "' does not exist");
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.find("training") != std::string::npos &&
+        !(name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0))
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  BERTRAIN_CHECK(!out.empty(), "shard directory '", dir, "' holds no file whose name contains \"training\"");
+  return out;
+}
+
+void write_pretraining_shards(const std::vector<TrainingInstance>& instances, const PretrainingOptions& options,
+                              const std::string& output_dir, DatasetInfo& info, int gzip_level) {
+  std::error_code ec;
+  fs::create_directories(output_dir, ec);
+  BERTRAIN_CHECK(!ec, "cannot create output directory '", output_dir, "': ", ec.message());
+  const int64_t S = options.num_shards;
+  info.shards.clear();
+  info.shard_samples.clear();
+  for (int64_t s = 0; s < S; ++s) {
+    PretrainingFeatures f(options.max_seq_length, options.max_predictions_per_seq);
+    for (size_t i = static_cast<size_t>(s); i < instances.size(); i += static_cast<size_t>(S)) f.append(instances[i]);
+    char name[64];
+    std::snprintf(name, sizeof(name), "part-%05lld-training.hdf5", static_cast<long long>(s));
+    write_pretraining_shard((fs::path(output_dir) / name).string(), f, gzip_level);
+    info.shards.emplace_back(name);
+    info.shard_samples.push_back(f.size());
+  }
+}
+
+void write_dataset_info(const std::string& path, const DatasetInfo& info) {
+  const auto& o = info.options;
+  const auto& s = info.stats;
+  nlohmann::ordered_json j;
+  j["format"] = "NVIDIA DeepLearningExamples BERT HDF5 (input_ids, input_mask, segment_ids, masked_lm_positions, "
+                "masked_lm_ids, next_sentence_labels)";
+  j["flags"] = {{"input_file", info.input_files},       {"vocab_file", info.vocab_file},
+                {"do_lower_case", info.do_lower_case},  {"max_seq_length", o.max_seq_length},
+                {"max_predictions_per_seq", o.max_predictions_per_seq}, {"masked_lm_prob", o.masked_lm_prob},
+                {"dupe_factor", o.dupe_factor},         {"short_seq_prob", o.short_seq_prob},
+                {"random_seed", o.random_seed},         {"do_whole_word_mask", o.do_whole_word_mask},
+                {"num_shards", o.num_shards}};
+  j["vocab"] = {{"sha256", info.vocab_sha256}, {"size", info.vocab_size}};
+  nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < info.shards.size(); ++i)
+    shards.push_back({{"file", info.shards[i]}, {"samples", i < info.shard_samples.size() ? info.shard_samples[i] : 0}});
+  j["shards"] = shards;
+  j["counts"] = {{"files", s.files},
+                 {"bytes", s.bytes},
+                 {"lines", s.lines},
+                 {"documents", s.documents},
+                 {"sentences", s.sentences},
+                 {"tokens", s.tokens},
+                 {"instances", s.instances},
+                 {"instance_tokens", s.instance_tokens},
+                 {"masked_tokens", s.masked_tokens},
+                 {"random_next", s.random_next},
+                 {"skipped_random_pairs", s.skipped_random_pairs},
+                 {"skipped_non_utf8_lines", s.skipped_non_utf8_lines},
+                 {"skipped_long_lines", s.skipped_long_lines},
+                 {"skipped_empty_files", s.skipped_empty_files}};
+  j["seconds"] = info.seconds;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    BERTRAIN_CHECK(f.good(), "cannot write '", tmp, "'");
+    f << j.dump(2) << "\n";
+    BERTRAIN_CHECK(f.good(), "error while writing '", tmp, "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  BERTRAIN_CHECK(!ec, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
+}
+
+}  // namespace bertrain::data

@@ -1,0 +1,3 @@
+bertrain_add_layer(train SOURCES train/pretrainer.cpp train/checkpoint_dir.cpp train/signals.cpp
+  PUBLIC_DEPS bertrain::io
+  PRIVATE_DEPS spdlog::spdlog nlohmann_json::nlohmann_json)

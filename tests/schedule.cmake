@@ -1,0 +1,1 @@
+bertrain_add_test(schedule_test SOURCES schedule_test.cpp)

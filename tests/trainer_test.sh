@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# trainer_test.sh BUILD_DIR SOURCE_DIR CASE: behaviour tests of `bertrain pretrain` through the real binary.
+# Cases: data (fixture: makes tiny shards), accumulation, resume_sigterm, sigkill_checkpoint, startup_checks.
+set -euo pipefail
+build=$1
+src=$2
+case_name=$3
+bin="$build/bertrain"
+work="$build/trainer_test"
+data="$work/data"
+vocab="$src/data/vocab/bert-base-uncased-vocab.txt"
+mkdir -p "$work"
+
+tiny_config() {  # $1 = path, $2 = vocab_size, $3 = max_position_embeddings
+  cat > "$1" <<JSON
+{"vocab_size": $2, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+ "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+ "max_position_embeddings": $3, "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12}
+JSON
+}
+
+common=(--num_threads 1 pretrain --no_progress --bert_config_file="$work/tiny.json" --vocab_file="$vocab"
+        --input_file="$data/p32" --max_seq_length=32 --max_predictions_per_seq=5 --seed=7
+        --optimizer.name=lamb --learning_rate=1e-2 --num_warmup_steps=2)
+run() {  # a tiny run in the foreground; extra flags follow
+  "$bin" "${common[@]}" "$@"
+}
+# Background runs start the binary itself (not a shell function in a subshell), so $! is bertrain's pid and
+# signals reach it.
+
+case "$case_name" in
+  data)
+    rm -rf "$data"
+    head -n 400 "$src/tests/data/sample_small.txt" > "$work/sample.txt"
+    "$bin" create-pretraining-data --input_file "$work/sample.txt" --output_dir "$data/p32" --vocab_file "$vocab" \
+      --do_lower_case=true --max_seq_length 32 --max_predictions_per_seq 5 --dupe_factor 2 --random_seed 3
+    tiny_config "$work/tiny.json" 30522 64
+    ;;
+  accumulation)
+    # One step on a global batch of 8: as one micro-batch of 8 and as 4 micro-batches of 2 (dropout is keyed by
+    # sample, the masked-LM loss normalised over the global batch): same losses and weights to 1e-5 relative.
+    rm -rf "$work/acc1" "$work/acc4"
+    run --output_dir="$work/acc1" --train_batch_size=8 --micro_batch_size=8 --num_train_steps=3
+    run --output_dir="$work/acc4" --train_batch_size=8 --micro_batch_size=2 --num_train_steps=3
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/acc1/checkpoint-3" "$work/acc4/checkpoint-3" \
+      --rtol 1e-4 --atol 1e-6 --metrics
+    ;;
+  resume_sigterm)
+    # Run A straight through; run B gets SIGTERM after a few steps (mid-step or between steps), then resumes.
+    # metrics.jsonl losses and the final weights must be identical bit for bit.
+    rm -rf "$work/ra" "$work/rb"
+    flags=(--train_batch_size=16 --micro_batch_size=2 --num_train_steps=30 --save_checkpoints_steps=1000)
+    run --output_dir="$work/ra" "${flags[@]}"
+    "$bin" "${common[@]}" --output_dir="$work/rb" "${flags[@]}" &
+    pid=$!
+    for _ in $(seq 1 600); do
+      [ -f "$work/rb/metrics.jsonl" ] && [ "$(wc -l < "$work/rb/metrics.jsonl")" -ge 4 ] && break
+      sleep 0.05
+    done
+    kill -TERM "$pid"
+    set +e
+    wait "$pid"
+    rc=$?
+    set -e
+    echo "first run exit code $rc (143 = stopped by SIGTERM after saving)"
+    [ "$rc" -eq 143 ] || { echo "expected exit code 143" >&2; exit 1; }
+    ls "$work/rb"
+    run --output_dir="$work/rb" "${flags[@]}" --resume
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/ra/checkpoint-30" "$work/rb/checkpoint-30" --exact --metrics
+    ;;
+  sigkill_checkpoint)
+    # SIGKILL at random moments of a run that saves every step: afterwards the newest complete checkpoint
+    # loads, and --resume finishes the run.
+    rm -rf "$work/kill"
+    flags=(--output_dir="$work/kill" --train_batch_size=4 --micro_batch_size=4 --num_train_steps=40
+           --save_checkpoints_steps=1 --save_total_limit=2)
+    for delay in 0.7 1.1 1.6; do
+      "$bin" "${common[@]}" "${flags[@]}" --resume > /dev/null 2>&1 &
+      pid=$!
+      sleep "$delay"
+      kill -KILL "$pid" 2> /dev/null || true
+      wait "$pid" 2> /dev/null || true
+      for d in "$work"/kill/checkpoint-*; do
+        [ -d "$d" ] || continue
+        "$bin" inspect "$d" > /dev/null || { echo "checkpoint $d does not load" >&2; exit 1; }
+      done
+    done
+    run "${flags[@]}" --resume
+    "$bin" inspect "$work/kill/checkpoint-40" | head -5
+    ;;
+  startup_checks)
+    expect_fail() {  # $1 = pattern the error must contain; rest = command
+      local pat=$1
+      shift
+      set +e
+      out=$("$@" 2>&1)
+      rc=$?
+      set -e
+      if [ "$rc" -eq 0 ] || ! grep -q -- "$pat" <<<"$out"; then
+        echo "expected failure with '$pat', got rc=$rc:" >&2
+        echo "$out" >&2
+        exit 1
+      fi
+      echo "ok: $(grep -- "$pat" <<<"$out" | head -1)"
+    }
+    tiny_config "$work/small_vocab.json" 1000 64
+    expect_fail "has 30522 entries but the model's vocab_size" \
+      run --output_dir="$work/sc1" --bert_config_file="$work/small_vocab.json" --num_train_steps=3
+    tiny_config "$work/short_pos.json" 30522 16
+    expect_fail "exceeds max_position_embeddings" \
+      run --output_dir="$work/sc2" --bert_config_file="$work/short_pos.json" --num_train_steps=3
+    expect_fail "max_predictions_per_seq 5 but the recipe says 7" \
+      run --output_dir="$work/sc3" --max_predictions_per_seq=7 --num_train_steps=3
+    rm -rf "$work/sc4"
+    run --output_dir="$work/sc4" --num_train_steps=3 --train_batch_size=4 --micro_batch_size=4 > /dev/null
+    cat > "$work/other_shape.json" <<JSON
+{"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+ "max_position_embeddings": 64}
+JSON
+    expect_fail "shape" run --output_dir="$work/sc5" --bert_config_file="$work/other_shape.json" \
+      --init_checkpoint="$work/sc4/checkpoint-3" --num_train_steps=3
+    expect_fail "must be a multiple of micro_batch_size" run --output_dir="$work/sc6" --train_batch_size=6 --micro_batch_size=4 --num_train_steps=3
+    expect_fail "unknown flag --learning_rat" run --output_dir="$work/sc7" --learning_rat=3 --num_train_steps=3
+    ;;
+  *)
+    echo "unknown case $case_name" >&2
+    exit 2
+    ;;
+esac
