@@ -9,3 +9,6 @@ add_test(NAME hf_compat COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/hf_compat_test.sh $<
          ${PROJECT_SOURCE_DIR})
 # The golden reference files are reproducible by their generator.
 add_test(NAME golden_reproducible COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/golden_reproducible.sh ${PROJECT_SOURCE_DIR})
+# The bad-input cases under AddressSanitizer + UBSan, in their own build directory (label slow).
+add_test(NAME io_asan COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/io_asan_test.sh ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/asan-io)
+set_tests_properties(io_asan PROPERTIES LABELS slow TIMEOUT 1800)

@@ -695,3 +695,42 @@ TEST(InspectCli, BadFilesExitNonZeroWithOneClearError) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_HAS(r.out, "does not exist");
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// the golden reference files (scripts/gen_golden.py) are readable and consistent
+
+TEST(GoldenFiles, ReadableWithConfigsInputsWeightsAndExpectations) {
+  const std::string g = std::string(BERTRAIN_TEST_DATA_DIR) + "/golden/";
+  for (const std::string act : {"gelu", "gelu_new"}) {
+    BertConfig c = load_bert_config(g + "config_" + act + ".json");
+    EXPECT_EQ(c.hidden_act, act);
+    EXPECT_EQ(c.vocab_size, 99);
+    EXPECT_EQ(c.hidden_size, 32);
+    EXPECT_EQ(c.intermediate_size, 37);
+    auto model = SafetensorsFile::open(g + "model_" + act + ".safetensors");
+    auto expected = SafetensorsFile::open(g + "expected_" + act + ".safetensors");
+    EXPECT_EQ(model.metadata().at("format"), "pt");
+    EXPECT_FALSE(model.contains(kTiedDecoderWeight));
+    EXPECT_EQ(model.names().size(), 5u + 16u * 2 + 2 + 5 + 2);
+    for (const auto& n : model.names()) {
+      EXPECT_EQ(model.info(n).dtype, "F32") << n;
+      ASSERT_TRUE(expected.contains("grad." + n)) << n;
+      EXPECT_EQ(expected.info("grad." + n).dtype, "F64");
+      EXPECT_EQ(expected.info("grad." + n).shape, model.info(n).shape) << n;
+    }
+    EXPECT_EQ(expected.info("sequence_output").shape, Shape({3, 12, 32}));
+    EXPECT_EQ(expected.info("pooled_output").shape, Shape({3, 32}));
+    EXPECT_EQ(expected.info("mlm_logits").shape, Shape({15, 99}));
+    EXPECT_EQ(expected.info("nsp_logits").shape, Shape({3, 2}));
+    const double mlm = expected.load("mlm_loss").item(), nsp = expected.load("nsp_loss").item();
+    EXPECT_NEAR(expected.load("total_loss").item(), mlm + nsp, 1e-12);
+    EXPECT_GT(mlm, 0.0);
+  }
+  auto in = SafetensorsFile::open(g + "inputs.safetensors");
+  for (const char* n : {"input_ids", "token_type_ids", "attention_mask", "masked_lm_positions", "masked_lm_ids",
+                        "next_sentence_labels"})
+    EXPECT_EQ(in.info(n).dtype, "I32") << n;
+  EXPECT_EQ(in.info("masked_lm_weights").dtype, "F32");
+  EXPECT_EQ(in.info("input_ids").shape, Shape({3, 12}));
+  EXPECT_EQ(in.info("masked_lm_positions").shape, Shape({3, 5}));
+}

@@ -47,7 +47,8 @@ struct LoadOptions {
 /// (f32 stays F32), with metadata {"format": "pt"} as transformers writes. A parameter sharing its Variable
 /// with one listed earlier (weight tying) and cls.predictions.decoder.weight are not written.
 /// `path` ending in ".safetensors" is the file; otherwise it is a checkpoint directory (created if needed)
-/// receiving model.safetensors and, when `config` is given, config.json. Each file is written atomically.
+/// receiving model.safetensors and, when `config` is given, config.json (for a ".safetensors" path the
+/// config.json goes into the same directory as the file). Each file is written atomically.
 /// Throws bertrain::Error on I/O failure or an invalid config.
 void save_model(const std::string& path, const Module& model, const std::optional<BertConfig>& config = std::nullopt);
 
