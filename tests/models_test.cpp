@@ -114,7 +114,7 @@ TEST(Bert, ConfigValidationNamesTheField) {
     c.validate();
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("hidden_size (16) is not a multiple of num_attention_heads (5)"),
+    EXPECT_NE(std::string(e.what()).find("hidden_size (16) must be divisible by num_attention_heads (5)"),
               std::string::npos);
   }
   c = tiny_config();

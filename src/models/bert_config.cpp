@@ -18,7 +18,7 @@ void BertConfig::validate() const {
   positive("type_vocab_size", type_vocab_size);
   positive("num_labels", num_labels);
   BERTRAIN_CHECK(hidden_size % num_attention_heads == 0, "config: hidden_size (", hidden_size,
-                 ") is not a multiple of num_attention_heads (", num_attention_heads, ")");
+                 ") must be divisible by num_attention_heads (", num_attention_heads, ")");
   BERTRAIN_CHECK(hidden_dropout_prob >= 0 && hidden_dropout_prob < 1,
                  "config: hidden_dropout_prob must be in [0, 1), got ", hidden_dropout_prob);
   BERTRAIN_CHECK(attention_probs_dropout_prob >= 0 && attention_probs_dropout_prob < 1,
