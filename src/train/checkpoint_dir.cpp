@@ -72,6 +72,11 @@ CheckpointWriter::~CheckpointWriter() {
 
 std::string CheckpointWriter::path(const std::string& file) const { return (fs::path(tmp_) / file).string(); }
 
+void CheckpointWriter::commit_as(const std::string& name) {
+  final_ = (fs::path(out_) / name).string();
+  commit();
+}
+
 void CheckpointWriter::commit() {
   for (const auto& e : fs::directory_iterator(tmp_)) fsync_path(e.path());
   fsync_path(tmp_);

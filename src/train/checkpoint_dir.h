@@ -22,6 +22,8 @@ class CheckpointWriter {
   std::string path(const std::string& file) const;
   /// fsyncs every file and the directory, then renames it to checkpoint-<step> (replacing one of that step).
   void commit();
+  /// Like commit() but renames to OUTPUT_DIR/<name> (e.g. "best").
+  void commit_as(const std::string& name);
 
  private:
   std::string out_, tmp_, final_;

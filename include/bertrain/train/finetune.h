@@ -1,0 +1,73 @@
+// finetune.h: the finetuning loop shared by `bertrain run-classifier` and `bertrain run-squad`: epochs over a
+// seeded shuffle, AdamW with google-research/bert's finetuning settings, linear warmup and decay, global-norm
+// clipping, evaluation after each epoch, the best checkpoint kept, atomic checkpoints and exact --resume.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bertrain/io/recipe.h"
+#include "bertrain/models/bert_config.h"
+#include "bertrain/nn/module.h"
+
+namespace bertrain {
+
+struct FinetuneOptions {
+  std::string output_dir;
+  int64_t train_batch_size = 32;
+  double learning_rate = 5e-5;
+  double num_train_epochs = 3.0;
+  double warmup_proportion = 0.1;
+  /// Stop after this many optimizer steps (0: num_train_epochs decides). For equal-step comparisons.
+  int64_t max_steps = 0;
+  uint64_t seed = 12345;
+  int64_t save_checkpoints_steps = 1000;  ///< 0: only at the end of each epoch
+  int64_t save_total_limit = 2;
+  /// google-research/bert's AdamWeightDecayOptimizer: AdamW without bias correction, eps 1e-6, decay 0.01
+  /// except LayerNorm and biases, clipping by global norm 1.0.
+  OptimizerRecipe optimizer = [] {
+    OptimizerRecipe o;
+    o.name = "adamw";
+    o.bias_correction = false;
+    o.eps = 1e-6;
+    o.weight_decay = 0.01;
+    o.clip_grad_norm = 1.0;
+    return o;
+  }();
+  bool resume = false;
+  bool progress = true;
+  int log_every_steps = 10;
+};
+
+struct FinetuneTask {
+  int64_t num_train_examples = 0;
+  /// Loss of the rows `rows` (indices into the training set) as a scalar to backpropagate, normalised by the
+  /// whole batch; first_sample keys dropout (global sample index of the first row).
+  std::function<Variable(const std::vector<int64_t>& rows, int64_t first_sample)> loss;
+  /// Metrics after each epoch (and at the end); may be empty. The loop writes nothing itself: the task writes
+  /// its eval_results.json and predictions.
+  std::function<std::map<std::string, double>(int64_t global_step)> evaluate;
+  /// Key of evaluate()'s map that selects the best checkpoint (higher is better); empty: the last is kept.
+  std::string primary_metric;
+  /// Extra files for every checkpoint directory (vocab.txt, tokenizer config): called with the directory.
+  std::function<void(const std::string& dir)> write_extra_files;
+};
+
+struct FinetuneResult {
+  int64_t global_step = 0;
+  std::map<std::string, double> last_metrics;
+  double best_metric = 0;
+  int64_t best_step = -1;
+  int exit_code = 0;  ///< 128 + signal when interrupted (a checkpoint was saved)
+};
+
+/// Trains `model` (already initialised or loaded) on the task. Writes OUTPUT_DIR/checkpoint-N/ (config.json,
+/// model.safetensors, optimizer.safetensors, trainer_state.json), OUTPUT_DIR/best/ (the best model by
+/// primary_metric) and OUTPUT_DIR/metrics.jsonl. Throws bertrain::Error on bad options or I/O failure.
+FinetuneResult run_finetuning(Module& model, const BertConfig& config, const FinetuneOptions& options,
+                              const FinetuneTask& task);
+
+}  // namespace bertrain

@@ -1,0 +1,183 @@
+// finetune.cpp: the shared finetuning loop.
+#include "bertrain/train/finetune.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bertrain/core/rng.h"
+#include "bertrain/io/checkpoint.h"
+#include "bertrain/io/safetensors.h"
+#include "bertrain/optim/clip.h"
+#include "train/checkpoint_dir.h"
+#include "train/optimizer_factory.h"
+#include "train/signals.h"
+
+namespace bertrain {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+/// The epoch's order of n training rows: Fisher-Yates from Rng(seed, epoch), as the loader does.
+std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  Rng rng(seed, 0x5eed0000ULL + static_cast<uint64_t>(epoch));
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.randint(i + 1)]);
+  return order;
+}
+
+void save_dir(const std::string& out, const std::string& name, Module& model, const BertConfig& cfg, Optimizer* opt,
+              const json& state, const FinetuneTask& task, int64_t step_for_tmp) {
+  CheckpointWriter w(out, step_for_tmp);
+  save_model(w.dir(), model, cfg);
+  if (opt) save_safetensors(w.path("optimizer.safetensors"), opt->state_tensors());
+  if (task.write_extra_files) task.write_extra_files(w.dir());
+  write_text(w.path("trainer_state.json"), state.dump(2));
+  w.commit_as(name);
+}
+
+}  // namespace
+
+FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const FinetuneOptions& o, const FinetuneTask& task) {
+  BERTRAIN_CHECK(!o.output_dir.empty(), "finetuning: --output_dir is required");
+  BERTRAIN_CHECK(o.train_batch_size > 0, "finetuning: train_batch_size must be positive");
+  BERTRAIN_CHECK(o.learning_rate > 0, "finetuning: learning_rate must be positive");
+  BERTRAIN_CHECK(o.warmup_proportion >= 0 && o.warmup_proportion <= 1, "finetuning: warmup_proportion must be in [0, 1]");
+  BERTRAIN_CHECK(task.num_train_examples >= o.train_batch_size, "finetuning: ", task.num_train_examples,
+                 " training examples are fewer than one batch of ", o.train_batch_size);
+  fs::create_directories(o.output_dir);
+  const int64_t steps_per_epoch = task.num_train_examples / o.train_batch_size;  // drop_remainder, as the reference
+  int64_t total = static_cast<int64_t>(static_cast<double>(task.num_train_examples) / o.train_batch_size * o.num_train_epochs);
+  if (o.max_steps > 0) total = std::min(total, o.max_steps);
+  BERTRAIN_CHECK(total > 0, "finetuning: no training steps (num_train_epochs ", o.num_train_epochs, ")");
+  NamedParameters params = model.named_parameters();
+  std::unique_ptr<Optimizer> opt = make_optimizer(o.optimizer, params);
+  PhaseRecipe ph;
+  ph.learning_rate = o.learning_rate;
+  ph.num_train_steps = total;
+  ph.warmup_proportion = o.warmup_proportion;
+  ph.decay = "poly";  // power 1: google-research/bert's linear decay to 0 over num_train_steps
+  ph.decay_power = 1.0;
+  LrSchedule sched(schedule_of(ph));
+
+  FinetuneResult res;
+  int64_t step = 0;
+  double best = -INFINITY;
+  int64_t best_step = -1;
+  const std::string metrics_path = (fs::path(o.output_dir) / "metrics.jsonl").string();
+  if (o.resume) {
+    if (auto dir = newest_checkpoint(o.output_dir)) {
+      json st = json::parse(std::ifstream(fs::path(*dir) / "trainer_state.json"));
+      LoadReport rep;
+      LoadOptions lo;
+      lo.strict = true;
+      load_model(*dir, model, rep, lo);
+      OptimizerCounters c;
+      c.step = st.at("optimizer_step").get<int64_t>();
+      opt->load_state(SafetensorsFile::open((fs::path(*dir) / "optimizer.safetensors").string()).load_all(), c);
+      step = st.at("global_step").get<int64_t>();
+      best = st.at("best_metric").is_null() ? -INFINITY : st.at("best_metric").get<double>();
+      best_step = st.at("best_step").get<int64_t>();
+      spdlog::info("resumed from {} at step {}", *dir, step);
+    }
+  }
+  if (step == 0) write_text(metrics_path, "");
+
+  auto state = [&](int64_t s) {
+    return json{{"global_step", s},
+                {"epoch", static_cast<double>(s) / static_cast<double>(steps_per_epoch)},
+                {"optimizer_step", opt->counters().step},
+                {"best_metric", std::isfinite(best) ? json(best) : json(nullptr)},
+                {"best_step", best_step},
+                {"primary_metric", task.primary_metric},
+                {"seed", o.seed},
+                {"learning_rate", sched.lr(s)}};
+  };
+  auto checkpoint = [&](int64_t s) {
+    save_dir(o.output_dir, checkpoint_dir_name(s), model, cfg, opt.get(), state(s), task, s);
+    prune_checkpoints(o.output_dir, o.save_total_limit);
+  };
+  auto evaluate = [&](int64_t s) {
+    if (!task.evaluate) return;
+    NoGradGuard ng;
+    model.eval();
+    res.last_metrics = task.evaluate(s);
+    model.train();
+    json m{{"step", s}, {"eval", true}};
+    for (auto& [k, v] : res.last_metrics) m[k] = std::isfinite(v) ? json(v) : json(nullptr);
+    std::ofstream(metrics_path, std::ios::app) << m.dump() << "\n";
+    if (!task.primary_metric.empty()) {
+      auto it = res.last_metrics.find(task.primary_metric);
+      BERTRAIN_ASSERT(it != res.last_metrics.end(), "evaluate() did not report ", task.primary_metric);
+      if (it->second > best) {
+        best = it->second;
+        best_step = s;
+        save_dir(o.output_dir, "best", model, cfg, nullptr, state(s), task, s);
+        spdlog::info("new best {} = {:.4f} at step {}: saved {}/best", task.primary_metric, best, s, o.output_dir);
+      }
+    }
+  };
+
+  SignalGuard signals;
+  model.train();
+  const bool tty = o.progress && isatty(STDERR_FILENO);
+  spdlog::info("finetuning: {} examples, batch {}, {} steps ({} per epoch), lr {}, warmup {} steps", task.num_train_examples,
+               o.train_batch_size, total, steps_per_epoch, o.learning_rate, sched.warmup_steps());
+  auto t_start = std::chrono::steady_clock::now();
+  const int64_t first_step = step;
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1;
+  while (step < total) {
+    const int64_t epoch = step / steps_per_epoch, pos = step % steps_per_epoch;
+    if (epoch != order_epoch) {
+      order = epoch_order(o.seed, epoch, task.num_train_examples);
+      order_epoch = epoch;
+    }
+    std::vector<int64_t> rows(order.begin() + pos * o.train_batch_size, order.begin() + (pos + 1) * o.train_batch_size);
+    Variable loss = task.loss(rows, step * o.train_batch_size);
+    loss.backward();
+    const double norm = o.optimizer.clip_grad_norm > 0 ? clip_grad_norm(params, o.optimizer.clip_grad_norm)
+                                                       : global_grad_norm(params);
+    const double lr = sched.lr(step);
+    const bool skip = !std::isfinite(norm) || !std::isfinite(loss.item());
+    if (skip) spdlog::warn("step {}: non-finite loss or gradient norm, step skipped", step + 1);
+    else opt->step(lr);
+    opt->zero_grad();
+    ++step;
+    std::ofstream(metrics_path, std::ios::app)
+        << json{{"step", step}, {"loss", loss.item()}, {"lr", lr}, {"grad_norm", norm}, {"skipped", skip}}.dump() << "\n";
+    if (step % o.log_every_steps == 0 || step == total) {
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      const double eta = el / static_cast<double>(step - first_step) * static_cast<double>(total - step);
+      char line[256];
+      std::snprintf(line, sizeof line, "epoch %.2f step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3g | eta %.0fs",
+                    static_cast<double>(step) / steps_per_epoch, (long long)step, (long long)total, loss.item(), lr,
+                    norm, eta);
+      if (tty) std::fprintf(stderr, "\r%s\x1b[K%s", line, step == total ? "\n" : "");
+      else spdlog::info("{}", line);
+    }
+    const bool epoch_end = step % steps_per_epoch == 0 || step == total;
+    if (epoch_end) evaluate(step);
+    if ((o.save_checkpoints_steps > 0 && step % o.save_checkpoints_steps == 0) || epoch_end) checkpoint(step);
+    if (signal_received() && step < total) {
+      if (!epoch_end && !(o.save_checkpoints_steps > 0 && step % o.save_checkpoints_steps == 0)) checkpoint(step);
+      spdlog::warn("signal {} received: checkpoint saved at step {}; continue with --resume", signal_received(), step);
+      res.exit_code = 128 + signal_received();
+      break;
+    }
+  }
+  res.global_step = step;
+  res.best_metric = best;
+  res.best_step = best_step;
+  return res;
+}
+
+}  // namespace bertrain

@@ -1,0 +1,76 @@
+// finetune_common.cpp: see finetune_common.h.
+#include "finetune_common.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bertrain/core/error.h"
+#include "bertrain/io/checkpoint.h"
+#include "bertrain/io/config.h"
+#include "commands.h"
+
+namespace bertrain::cli {
+
+namespace fs = std::filesystem;
+
+void FinetuneFlags::add_to(CLI::App& app, double default_lr, int default_seq_len) {
+  opt.learning_rate = default_lr;
+  max_seq_length = default_seq_len;
+  app.add_option("--init_checkpoint", init_checkpoint, "checkpoint directory or .safetensors file (bertrain or Hugging Face)");
+  app.add_option("--bert_config_file", bert_config_file, "model config (default: config.json beside --init_checkpoint)");
+  app.add_option("--vocab_file", vocab_file, "BERT vocab.txt")->required();
+  app.add_option("--do_lower_case", do_lower_case, "true for uncased models")->capture_default_str();
+  app.add_option("--max_seq_length", max_seq_length, "tokens per sequence after WordPiece")->capture_default_str();
+  app.add_option("--train_batch_size", opt.train_batch_size)->capture_default_str();
+  app.add_option("--eval_batch_size", eval_batch_size)->capture_default_str();
+  app.add_option("--predict_batch_size", predict_batch_size)->capture_default_str();
+  app.add_option("--learning_rate", opt.learning_rate, "peak learning rate (AdamW)")->capture_default_str();
+  app.add_option("--num_train_epochs", opt.num_train_epochs)->capture_default_str();
+  app.add_option("--warmup_proportion", opt.warmup_proportion)->capture_default_str();
+  app.add_option("--max_steps", opt.max_steps, "stop after this many steps (0: num_train_epochs decides)");
+  app.add_option("--output_dir", output_dir)->required();
+  app.add_option("--seed", opt.seed)->capture_default_str();
+  app.add_option("--save_checkpoints_steps", opt.save_checkpoints_steps, "also save at every epoch end")->capture_default_str();
+  app.add_option("--optimizer", opt.optimizer.name, "adamw (default, google-research/bert's variant) or lamb");
+  app.add_flag("--do_train", do_train);
+  app.add_flag("--do_eval", do_eval);
+  app.add_flag("--do_predict", do_predict);
+  app.add_flag("--resume", opt.resume, "continue from the newest checkpoint in output_dir");
+}
+
+bool FinetuneFlags::lower() const { return parse_bool_flag("do_lower_case", do_lower_case); }
+
+BertConfig finetune_config(const FinetuneFlags& f) {
+  std::string path = f.bert_config_file;
+  if (path.empty()) {
+    BERTRAIN_CHECK(!f.init_checkpoint.empty(), "give --bert_config_file (or --init_checkpoint with a config.json beside it)");
+    fs::path ck(f.init_checkpoint);
+    path = ((fs::is_directory(ck) ? ck : ck.parent_path()) / "config.json").string();
+  }
+  return load_bert_config(path);
+}
+
+void load_init_checkpoint(const FinetuneFlags& f, Module& model) {
+  if (f.init_checkpoint.empty()) {
+    spdlog::info("no --init_checkpoint: training from random initialisation");
+    return;
+  }
+  LoadReport rep;
+  load_model(f.init_checkpoint, model, rep);
+  spdlog::info("init_checkpoint {}: {}", f.init_checkpoint, rep.summary());
+}
+
+void write_tokenizer_files(const FinetuneFlags& f, const std::string& dir) {
+  fs::copy_file(f.vocab_file, fs::path(dir) / "vocab.txt", fs::copy_options::overwrite_existing);
+  nlohmann::json tc{{"do_lower_case", f.lower()}, {"tokenizer_class", "BertTokenizer"}, {"unk_token", "[UNK]"},
+                    {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"}, {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}};
+  std::ofstream(fs::path(dir) / "tokenizer_config.json") << tc.dump(2);
+  nlohmann::json st{{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"}, {"cls_token", "[CLS]"},
+                    {"mask_token", "[MASK]"}};
+  std::ofstream(fs::path(dir) / "special_tokens_map.json") << st.dump(2);
+}
+
+}  // namespace bertrain::cli
