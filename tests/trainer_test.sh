@@ -31,7 +31,7 @@ run() {  # a tiny run in the foreground; extra flags follow
 case "$case_name" in
   data)
     rm -rf "$data"
-    head -n 400 "$src/tests/data/sample_small.txt" > "$work/sample.txt"
+    head -n 400 "$src/data/gutenberg/sample_small.txt" > "$work/sample.txt"
     "$bin" create-pretraining-data --input_file "$work/sample.txt" --output_dir "$data/p32" --vocab_file "$vocab" \
       --do_lower_case=true --max_seq_length 32 --max_predictions_per_seq 5 --dupe_factor 2 --random_seed 3
     tiny_config "$work/tiny.json" 30522 64
