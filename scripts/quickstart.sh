@@ -16,9 +16,10 @@ VOCAB=data/vocab/bert-base-uncased-vocab.txt
 mkdir -p "$D"
 # Documents are separated by blank lines; PG 43 (documents 16-26) is held out for evaluation.
 awk -v train="$D/train.txt" -v eval="$D/eval.txt" '
-  BEGIN { doc = 0 }
-  /^$/ { if (prev != "") doc++; prev = ""; print "" > ((doc >= 15 && doc < 26) ? eval : train); next }
-  { out = (doc >= 15 && doc < 26) ? eval : train; print > out; prev = $0 }' data/gutenberg/sample_small.txt
+  function out() { return (doc >= 15 && doc < 26) ? eval : train }
+  BEGIN { doc = 0; prev = "" }
+  /^$/ { if (prev != "") { print "" > out(); doc++ } prev = ""; next }
+  { print > out(); prev = $0 }' data/gutenberg/sample_small.txt
 make_shards() {  # input output_dir max_seq_length max_predictions dupe_factor seed
   [ -f "$2/dataset_info.json" ] || build/bertrain --log_level warn create-pretraining-data --input_file "$1" \
     --output_dir "$2" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length "$3" \
