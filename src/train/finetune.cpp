@@ -105,7 +105,8 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     BERTRAIN_CHECK(step0 == static_cast<double>(step), "rank ", rank, " resumes at step ", step, " but rank 0 at step ",
                    step0, ": every rank must see the same output_dir");
     check_same_parameters(params, *comm);
-    reducer = std::make_unique<GradientReducer>(params, comm);
+    BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
+    reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)));
     spdlog::info("data parallel: {}; {} rows of each batch per rank", comm->description(), rank_rows);
   }
   if (step == 0 && rank == 0) write_text(metrics_path, "");

@@ -130,7 +130,8 @@ struct PretrainTrainer::Impl {
     if (o.resume) resume();
     if (comm->size() > 1) {
       check_same_parameters(params, *comm);  // same seed or same checkpoint on every rank
-      reducer = std::make_unique<GradientReducer>(params, comm);
+      BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
+      reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)));
       spdlog::info("data parallel: {}; gradients summed in {} buckets", comm->description(), reducer->num_buckets());
     }
   }
@@ -391,6 +392,8 @@ struct PretrainTrainer::Impl {
         int stop_signal = signal_received();
         if (reducer) {
           reducer->finish();
+          spdlog::debug("step {}: {} of {} gradient buckets started during backward", global_step + 1,
+                        reducer->started_during_backward(), reducer->num_buckets());
           double st[4] = {loss, mlm, nsp, 0};
           comm->allreduce(st, 3);
           loss = st[0];

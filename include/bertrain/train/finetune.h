@@ -46,6 +46,7 @@ struct FinetuneOptions {
   /// its B/R rows of every batch (normalised by B), gradients are summed over ranks, and rank 0 alone evaluates
   /// and writes checkpoints and metrics.
   std::shared_ptr<Communicator> communicator;
+  double allreduce_bucket_mb = 25;  ///< gradient bucket size for the sums over ranks
   int log_every_steps = 10;
 };
 

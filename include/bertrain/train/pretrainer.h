@@ -21,6 +21,8 @@ struct PretrainOptions {
   /// The job's ranks (bertrain/train/communicator.h); null: world(). With R > 1 ranks each reads its part of
   /// every global batch, gradients are summed over ranks once per step, rank 0 alone writes files.
   std::shared_ptr<Communicator> communicator;
+  /// Gradient bucket size for the sums over ranks (PyTorch DDP's bucket_cap_mb); > 0.
+  double allreduce_bucket_mb = 25;
   bool progress = true; ///< live progress line on the console
 };
 
