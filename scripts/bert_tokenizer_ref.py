@@ -153,7 +153,7 @@ def unicode_stress_lines():
 def regenerate():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     dst = os.path.join(root, "tests", "data", "tokenizer")
-    sample = os.path.join(root, "tests", "data", "sample_small.txt")
+    sample = os.path.join(root, "data", "gutenberg", "sample_small.txt")
     vocab_uncased = load_vocab(os.path.join(root, "data", "vocab", "bert-base-uncased-vocab.txt"))
     vocab_cased = load_vocab(os.path.join(root, "data", "vocab", "bert-base-cased-vocab.txt"))
     with open(sample, encoding="utf-8") as f:

@@ -1,12 +1,12 @@
 #!/bin/sh
-# check_create_pretraining_data.sh: runs `bertrain create-pretraining-data` on the shared sample corpus with
+# check_create_pretraining_data.sh: runs `bertrain create-pretraining-data` on the sample corpus (data/gutenberg/sample_small.txt) with
 # 1 and 2 threads, checks the shards are byte-identical, then checks NVIDIA's keys/dtypes/shapes with h5py.
 # Usage: check_create_pretraining_data.sh BERTRAIN_BINARY SOURCE_DIR WORK_DIR
 set -eu
 bin=$1; src=$2; work=$3
-corpus=/work/shared/data/gutenberg_en/sample_small.txt
+corpus=$src/data/gutenberg/sample_small.txt
 vocab=$src/data/vocab/bert-base-uncased-vocab.txt
-[ -f "$vocab" ] || vocab=/work/shared/data/bert_vocab/bert-base-uncased-vocab.txt
+
 rm -rf "$work"; mkdir -p "$work"
 for t in 1 2; do
   OMP_NUM_THREADS=$t "$bin" --log_level warn create-pretraining-data --input_file "$corpus" \

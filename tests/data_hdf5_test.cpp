@@ -185,7 +185,7 @@ TEST(Hdf5Shard, ListsOnlyTrainingFiles) {
 TEST(Hdf5Shard, PipelineShardsByteIdenticalForOneAndTwoThreads) {
   // Whole pipeline on the shared sample corpus with a hashing word tokenizer (the real WordPiece tokenizer
   // is exercised by the CLI test): reading, instances, round-robin shards.
-  const std::string corpus = "/work/shared/data/gutenberg_en/sample_small.txt";
+  const std::string corpus = std::string(BERTRAIN_SOURCE_DIR) + "/data/gutenberg/sample_small.txt";
   if (!fs::exists(corpus)) GTEST_SKIP() << corpus << " not present";
   std::vector<std::string> words = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
   for (int i = 0; i < 995; ++i) words.push_back((i % 3 == 0 ? "##w" : "w") + std::to_string(i));

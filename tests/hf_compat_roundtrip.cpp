@@ -1,7 +1,8 @@
 // hf_compat_roundtrip.cpp: the C++ step of the hf_compat ctest. Loads the transformers-style (hf_new) and the
 // old-style (hf_old: LayerNorm.gamma/beta, position_ids, decoder weight, google bert_config.json) checkpoints
-// written by scripts/hf_compat.py into a module with BertForPreTraining's Hugging Face names (tied decoder
-// included), checks both loads agree bit for bit, and saves the result for `hf_compat.py check`.
+// written by scripts/hf_compat.py into bertrain's BertForPreTraining, strictly (every name must match), and
+// into a bare module tree with the Hugging Face names including a tied cls.predictions.decoder.weight; checks
+// all loads agree bit for bit, and saves the model for `hf_compat.py check`.
 // Usage: hf_compat_roundtrip HF_NEW_DIR HF_OLD_DIR OUT_DIR. Exit status 1 with a message on any mismatch.
 #include <cstring>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
+#include "bertrain/models/bert.h"
 
 using namespace bertrain;
 
@@ -92,25 +94,30 @@ int main(int argc, char** argv) {
         g.hidden_act != "gelu" || g.intermediate_size != c.intermediate_size)
       return fail("google bert_config.json read differently from config.json");
 
-    auto a = make_bert_for_pretraining(c);
-    auto b = make_bert_for_pretraining(g);
-    LoadReport ra, rb;
-    load_model(new_dir, *a, ra, LoadOptions{.strict = true});
-    load_model(old_dir, *b, rb, LoadOptions{.strict = true});
+    Rng rng_a(1), rng_b(2);
+    BertForPreTraining a(c, rng_a), b(g, rng_b);
+    auto tree = make_bert_for_pretraining(c);
+    LoadReport ra, rb, rt;
+    load_model(new_dir, a, ra, LoadOptions{.strict = true});
+    load_model(old_dir, b, rb, LoadOptions{.strict = true});
+    load_model(old_dir, *tree, rt, LoadOptions{.strict = true});
     if (!ra.ignored.empty() || !ra.renamed.empty()) return fail("hf_new load: " + ra.summary());
     const size_t n_ln = 2 + 2 * 2 * c.num_hidden_layers + 2;  // gamma+beta per LayerNorm
     if (rb.renamed.size() != n_ln) return fail("hf_old load renamed " + std::to_string(rb.renamed.size()) + ":\n" + rb.summary());
     if (rb.ignored != std::vector<std::string>{"bert.embeddings.position_ids", "cls.predictions.decoder.weight"})
       return fail("hf_old load ignored the wrong tensors:\n" + rb.summary());
-    for (auto& [n, v] : a->named_parameters()) {
-      const Tensor& x = v.value();
-      const Tensor& y = b->parameter(n).value();
-      if (x.nbytes() != y.nbytes() || std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) != 0)
-        return fail("hf_new and hf_old differ in " + n);
+    auto same = [](const Tensor& x, const Tensor& y) {
+      return x.nbytes() == y.nbytes() && std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+    };
+    for (auto& [n, v] : a.named_parameters()) {
+      if (!same(v.value(), b.parameter(n).value())) return fail("hf_new and hf_old differ in " + n);
+      if (!same(v.value(), tree->parameter(n).value())) return fail("model and module tree differ in " + n);
     }
-    if (a->parameter("cls.predictions.decoder.weight").impl() != a->parameter("bert.embeddings.word_embeddings.weight").impl())
+    if (tree->named_parameters().size() != a.named_parameters().size() + 1)
+      return fail("BertForPreTraining does not have the Hugging Face parameter set");
+    if (tree->parameter("cls.predictions.decoder.weight").impl() != tree->parameter("bert.embeddings.word_embeddings.weight").impl())
       return fail("decoder no longer tied");
-    save_model(out_dir, *a, c);
+    save_model(out_dir, a, c);
     std::cout << "hf_compat_roundtrip: loaded " << ra.loaded.size() << " tensors from each; saved " << out_dir << "\n";
   } catch (const Error& e) {
     return fail(e.what());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "bertrain/core/allocator.h"
 #include "bertrain/models/bert.h"
 
 using namespace bertrain;
@@ -225,4 +226,27 @@ TEST(Bert, InputErrorsNameTheField) {
   Batch y = make_batch(2, 8, 2, 1);
   y.tg.masked_lm_positions.set(1, 9);
   EXPECT_THROW(m.forward(y.in, y.tg), Error);
+}
+
+// The caching allocator serves a steady-state training step entirely from its cache: after warm-up steps no
+// allocation reaches the system allocator.
+TEST(Bert, SteadyStateTrainingStepDoesNotCallMalloc) {
+  Rng rng(2);
+  BertForPreTraining m(tiny_config(), rng);
+  Batch x = make_batch(4, 12, 3, 5);
+  auto step = [&] {
+    m.zero_grad();
+    PretrainingOutput o = m.forward(x.in, x.tg);
+    o.loss.backward();
+    sgd_step(m.parameters(), 1e-3);
+  };
+  step();
+  step();
+  auto& a = CachingAllocator::instance();
+  const AllocatorStats before = a.stats();
+  for (int i = 0; i < 3; ++i) step();
+  const AllocatorStats after = a.stats();
+  EXPECT_EQ(after.system_allocs, before.system_allocs);
+  EXPECT_GT(after.cache_hits, before.cache_hits + 100);
+  EXPECT_GT(after.peak_bytes_in_use, 0);
 }

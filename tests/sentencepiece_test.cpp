@@ -22,7 +22,7 @@ namespace {
 
 const std::string kSourceDir = BERTRAIN_SOURCE_DIR;
 const std::string kBinary = std::string(BERTRAIN_BINARY_DIR) + "/bertrain";
-const std::string kSample = std::string(BERTRAIN_TEST_DATA_DIR) + "/sample_small.txt";
+const std::string kSample = std::string(BERTRAIN_SOURCE_DIR) + "/data/gutenberg/sample_small.txt";
 const std::string kUncasedVocab = kSourceDir + "/data/vocab/bert-base-uncased-vocab.txt";
 
 std::string read_file(const std::string& path) {

@@ -246,7 +246,7 @@ TEST(FullTokenizer, IdsFromReleasedCasedVocab) {
 
 // Golden: the whole sample corpus through the Python reference (scripts/bert_tokenizer_ref.py).
 TEST(FullTokenizer, MatchesPythonReferenceOnSampleCorpus) {
-  const auto input = split_lines(read_file(std::string(BERTRAIN_TEST_DATA_DIR) + "/sample_small.txt"));
+  const auto input = split_lines(read_file(std::string(BERTRAIN_SOURCE_DIR) + "/data/gutenberg/sample_small.txt"));
   struct Case {
     const char* golden;
     const std::string& vocab;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # trainer_test.sh BUILD_DIR SOURCE_DIR CASE: behaviour tests of `bertrain pretrain` through the real binary.
-# Cases: data (fixture: makes tiny shards), accumulation, resume_sigterm, sigkill_checkpoint, startup_checks.
+# Cases: data (fixture: makes tiny shards), accumulation, resume_sigterm, c32_resume, sigkill_checkpoint,
+# startup_checks.
 set -euo pipefail
 build=$1
 src=$2
@@ -31,7 +32,7 @@ run() {  # a tiny run in the foreground; extra flags follow
 case "$case_name" in
   data)
     rm -rf "$data"
-    head -n 400 "$src/tests/data/sample_small.txt" > "$work/sample.txt"
+    head -n 400 "$src/data/gutenberg/sample_small.txt" > "$work/sample.txt"
     "$bin" create-pretraining-data --input_file "$work/sample.txt" --output_dir "$data/p32" --vocab_file "$vocab" \
       --do_lower_case=true --max_seq_length 32 --max_predictions_per_seq 5 --dupe_factor 2 --random_seed 3
     tiny_config "$work/tiny.json" 30522 64
@@ -67,6 +68,23 @@ case "$case_name" in
     ls "$work/rb"
     run --output_dir="$work/rb" "${flags[@]}" --resume
     /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/ra/checkpoint-30" "$work/rb/checkpoint-30" --exact --metrics
+    ;;
+  c32_resume)
+    # CASES.md C32: tiny model (L=1, H=8), dropout 0.1, shuffled data, 2 epochs x 3 steps (566 samples, global
+    # batch 160). Run A: 6 steps straight. Run B: the same run's checkpoint at step 4 (after an epoch rollover),
+    # later steps removed, resumed in a new process for steps 5-6. Final weights, optimizer moments and step,
+    # and every step's losses and learning rate must be identical (step 5 does not restart warm-up).
+    rm -rf "$work/c32a" "$work/c32b"
+    flags=(--train_batch_size=160 --micro_batch_size=40 --num_train_steps=6 --num_warmup_steps=3)
+    run --output_dir="$work/c32a" "${flags[@]}" --save_checkpoints_steps=1000
+    run --output_dir="$work/c32b" "${flags[@]}" --save_checkpoints_steps=4 --save_total_limit=0
+    rm -rf "$work/c32b/checkpoint-6"
+    grep -q '"step":6' "$work/c32b/metrics.jsonl"
+    run --output_dir="$work/c32b" "${flags[@]}" --save_checkpoints_steps=4 --save_total_limit=0 --resume
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/c32a/checkpoint-6" "$work/c32b/checkpoint-6" --exact --metrics
+    cmp "$work/c32a/checkpoint-6/optimizer.safetensors" "$work/c32b/checkpoint-6/optimizer.safetensors"
+    grep -o '"optimizer_step": [0-9]*' "$work/c32b/checkpoint-6/trainer_state.json"
+    echo "optimizer state identical"
     ;;
   sigkill_checkpoint)
     # SIGKILL at random moments of a run that saves every step: afterwards the newest complete checkpoint

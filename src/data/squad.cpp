@@ -20,24 +20,6 @@ namespace {
 // The reference's is_whitespace in read_squad_examples (not the tokenizer's: U+00A0 is not whitespace here).
 bool is_squad_whitespace(char32_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0x202F; }
 
-// Python's " ".join(s.strip().split()) (tokenization.whitespace_tokenize, then joined).
-std::string python_split_join(std::string_view s) {
-  std::vector<char32_t> cps;
-  utf8_decode_append(s, cps);
-  std::string out;
-  bool in_word = false;
-  for (char32_t c : cps) {
-    if (unicode::is_python_space(c)) {
-      in_word = false;
-      continue;
-    }
-    if (!in_word && !out.empty()) out += ' ';
-    in_word = true;
-    utf8_append(out, c);
-  }
-  return out;
-}
-
 }  // namespace
 
 void squad_split_paragraph(std::string_view paragraph_text, std::vector<std::string>& doc_tokens,
@@ -124,7 +106,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
               if (w > ex.start_position) actual_text += ' ';
               actual_text += (*doc_tokens)[w];
             }
-            const std::string cleaned = python_split_join(ex.orig_answer_text);
+            const std::string cleaned = detail::python_split_join(ex.orig_answer_text);
             if (ex.start_position < 0 || actual_text.find(cleaned) == std::string::npos) {
               ++r.num_skipped;
               r.skipped_ids.push_back(ex.qas_id);
@@ -370,5 +352,26 @@ SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, size_t be
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = begin + i;
   return make_squad_batch(features, idx);
 }
+
+namespace detail {
+
+std::string python_split_join(std::string_view s) {
+  std::vector<char32_t> cps;
+  utf8_decode_append(s, cps);
+  std::string out;
+  bool in_word = false;
+  for (char32_t c : cps) {
+    if (unicode::is_python_space(c)) {
+      in_word = false;
+      continue;
+    }
+    if (!in_word && !out.empty()) out += ' ';
+    in_word = true;
+    utf8_append(out, c);
+  }
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace bertrain::squad

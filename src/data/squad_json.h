@@ -26,6 +26,10 @@ const nlohmann::json& array_field(const nlohmann::json& obj, const char* key, co
                                   const std::string& where);
 int64_t int_field(const nlohmann::json& obj, const char* key, const std::string& source, const std::string& where);
 bool bool_field(const nlohmann::json& obj, const char* key, const std::string& source, const std::string& where);
+/// Python's " ".join(s.strip().split()) (the reference's whitespace_tokenize, joined again): runs of Python
+/// whitespace become one space, leading and trailing whitespace is dropped.
+std::string python_split_join(std::string_view s);
+
 /// Throws unless `v` is an object.
 void require_object(const nlohmann::json& v, const std::string& source, const std::string& where);
 

@@ -137,19 +137,7 @@ std::string detokenize(const std::vector<std::string>& tokens, int32_t start, in
   };
   replace_all(joined, " ##");
   replace_all(joined, "##");
-  std::vector<char32_t> cps = decode(joined);
-  std::string out;
-  bool in_word = false;
-  for (char32_t c : cps) {
-    if (unicode::is_python_space(c)) {
-      in_word = false;
-      continue;
-    }
-    if (!in_word && !out.empty()) out += ' ';
-    in_word = true;
-    utf8_append(out, c);
-  }
-  return out;
+  return detail::python_split_join(joined);
 }
 
 }  // namespace

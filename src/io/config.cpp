@@ -81,7 +81,6 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
     BERTRAIN_CHECK(it->get<std::string>() == "absolute", source, ": position_embedding_type ", it->dump(),
                    " is not supported (bertrain implements \"absolute\")");
   }
-  BERTRAIN_CHECK(c.layer_norm_eps > 0.0, source, ": \"layer_norm_eps\" must be positive, got ", c.layer_norm_eps);
   try {
     c.validate();
   } catch (const Error& e) {

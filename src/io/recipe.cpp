@@ -216,6 +216,7 @@ void PretrainRecipe::validate(int world_size) const {
   BERTRAIN_CHECK(opts.count(optimizer.name), "recipe: optimizer.name '", optimizer.name,
                  "' is not one of lamb, adamw, adam, lars, sgd");
   BERTRAIN_CHECK(optimizer.clip_grad_norm >= 0, "recipe: optimizer.clip_grad_norm must be >= 0");
+  BERTRAIN_CHECK(do_train || do_eval, "recipe: nothing to do (do_train and do_eval are both false)");
   if (!do_train) return;
   BERTRAIN_CHECK(!phases.empty(), "recipe: 'phases' is empty: nothing to train");
   for (size_t i = 0; i < phases.size(); ++i) {

@@ -120,6 +120,15 @@ struct PretrainTrainer::Impl {
       LoadReport rep;
       load_model(r.init_checkpoint, *model, rep);
       spdlog::info("init_checkpoint {}: {}", r.init_checkpoint, rep.summary());
+      // Evaluation alone reports the checkpoint's own global_step, as run_pretraining.py does.
+      const fs::path st = fs::path(r.init_checkpoint) / "trainer_state.json";
+      if (!r.do_train && fs::exists(st)) {
+        try {
+          global_step = json::parse(std::ifstream(st)).at("global_step").get<int64_t>();
+        } catch (const json::exception& e) {
+          throw Error(st.string() + ": " + e.what());
+        }
+      }
     }
     if (o.only_phase > 0) {
       BERTRAIN_CHECK(o.only_phase <= static_cast<int>(r.phases.size()), "--phase ", o.only_phase,

@@ -1,0 +1,107 @@
+// cmd_estimate.cpp: `bertrain estimate --config R`: times a few training steps of each phase of a recipe on
+// this machine (synthetic batches of the phase's shapes) and projects the wall time and cost of the whole run.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "bertrain/core/error.h"
+#include "bertrain/io/config.h"
+#include "bertrain/io/recipe.h"
+#include "bertrain/models/bert.h"
+#include "bertrain/optim/lamb.h"
+#include "commands.h"
+
+namespace bertrain::cli {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// A batch of B sequences of length T (the last quarter of each padded) with P masked slots (15% real).
+std::pair<BertInputs, PretrainingTargets> synthetic_batch(int64_t b, int64_t t, int64_t p, int64_t vocab, Rng& rng) {
+  BertInputs in;
+  PretrainingTargets tg;
+  in.input_ids = Tensor::zeros({b, t}, DType::i32);
+  in.token_type_ids = Tensor::zeros({b, t}, DType::i32);
+  in.attention_mask = Tensor::zeros({b, t}, DType::i32);
+  tg.masked_lm_positions = Tensor::zeros({b, p}, DType::i32);
+  tg.masked_lm_ids = Tensor::zeros({b, p}, DType::i32);
+  tg.masked_lm_weights = Tensor::zeros({b, p});
+  tg.next_sentence_labels = Tensor::zeros({b}, DType::i32);
+  const int64_t len = t - t / 4;
+  const int64_t real = std::min<int64_t>(p, std::max<int64_t>(1, len * 15 / 100));
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < len; ++j) {
+      in.input_ids.data<int32_t>()[i * t + j] = static_cast<int32_t>(1000 + rng.randint(vocab - 1000));
+      in.attention_mask.data<int32_t>()[i * t + j] = 1;
+      in.token_type_ids.data<int32_t>()[i * t + j] = j >= len / 2;
+    }
+    for (int64_t k = 0; k < real; ++k) {
+      tg.masked_lm_positions.data<int32_t>()[i * p + k] = static_cast<int32_t>(1 + k * (len - 2) / real);
+      tg.masked_lm_ids.data<int32_t>()[i * p + k] = static_cast<int32_t>(1000 + rng.randint(vocab - 1000));
+      tg.masked_lm_weights.data<float>()[i * p + k] = 1.f;
+    }
+  }
+  return {in, tg};
+}
+
+int run(const std::string& config, const std::vector<std::string>& extras, double price, int micro_steps) {
+  std::vector<std::pair<std::string, std::string>> ov;
+  for (const std::string& a : extras) {
+    const size_t eq = a.find('=');
+    BERTRAIN_CHECK(a.rfind("--", 0) == 0 && eq != std::string::npos, "estimate: unexpected argument '", a,
+                   "' (overrides look like --key=value)");
+    ov.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
+  }
+  PretrainRecipe r = load_pretrain_recipe(config, ov);
+  BertConfig cfg = load_bert_config(r.bert_config_file);
+  Rng rng(r.seed, 0x1417);
+  BertForPreTraining model(cfg, rng);
+  model.bert().set_activation_checkpointing(r.activation_checkpointing);
+  Lamb opt(model.named_parameters());
+  double total = 0;
+  std::printf("%-6s %8s %8s %8s %6s %12s %12s %14s\n", "phase", "length", "batch", "micro", "accum", "s/micro", "s/step",
+              "projected");
+  for (size_t i = 0; i < r.phases.size(); ++i) {
+    const PhaseRecipe& p = r.phases[i];
+    const int64_t a = p.train_batch_size / p.micro_batch_size;
+    auto [in, tg] = synthetic_batch(p.micro_batch_size, p.max_seq_length, p.max_predictions_per_seq, cfg.vocab_size, rng);
+    tg.mlm_normalizer = 1.0;
+    model.forward(in, tg).loss.backward();  // warm-up: primitive creation, allocator cache
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < micro_steps; ++k) model.forward(in, tg).loss.backward();
+    const double t_micro = seconds_since(t0) / micro_steps;
+    auto t1 = std::chrono::steady_clock::now();
+    opt.step(1e-4);
+    opt.zero_grad();
+    const double t_opt = seconds_since(t1);
+    const double t_step = a * t_micro + t_opt;
+    const double proj = t_step * static_cast<double>(p.num_train_steps);
+    total += proj;
+    std::printf("%-6zu %8ld %8ld %8ld %6ld %12.3f %12.2f %13.2fh\n", i + 1, (long)p.max_seq_length,
+                (long)p.train_batch_size, (long)p.micro_batch_size, (long)a, t_micro, t_step, proj / 3600);
+  }
+  std::printf("projected wall time of the whole recipe on this machine: %.2f hours (%.1f days)\n", total / 3600,
+              total / 86400);
+  if (price > 0) std::printf("cost at %.4f per hour: %.2f\n", price, total / 3600 * price);
+  return 0;
+}
+
+Registrar reg{{"estimate", "time a few steps of each phase of a recipe and project the whole run's wall time and cost",
+               [](CLI::App& sub) {
+                 auto config = std::make_shared<std::string>();
+                 auto price = std::make_shared<double>(0.0);
+                 auto steps = std::make_shared<int>(2);
+                 sub.add_option("--config", *config, "recipe JSON")->required();
+                 sub.add_option("--price_per_hour", *price, "machine price per hour, for the cost line");
+                 sub.add_option("--micro_steps", *steps, "timed micro-batches per phase")->check(CLI::PositiveNumber);
+                 sub.allow_extras();
+                 return std::function<int()>([&sub, config, price, steps] {
+                   return run(*config, sub.remaining(), *price, *steps);
+                 });
+               }}};
+
+}  // namespace
+}  // namespace bertrain::cli
