@@ -91,7 +91,7 @@ PY
     # then reduce over 8 rows vs 4 (other f32 rounding, as trainer_accumulation's 1 x 8 vs 4 x 2): 1e-4 relative.
     glue="$work/sst"
     mkdir -p "$glue"
-    { printf 'sentence\tlabel\n'; awk 'NF > 3 && n < 48 { print $0 "\t" (length($0) % 2); n++ }' "$src/tests/data/sample_small.txt"; } > "$glue/train.tsv"
+    { printf 'sentence\tlabel\n'; awk 'NF > 3 && n < 48 { print $0 "\t" (length($0) % 2); n++ }' "$src/data/gutenberg/sample_small.txt"; } > "$glue/train.tsv"
     head -n 9 "$glue/train.tsv" > "$glue/dev.tsv"
     cls=(--num_threads 1 run-classifier --task_name SST-2 --data_dir "$glue" --vocab_file "$vocab"
          --init_checkpoint "$work/one/checkpoint-6" --max_seq_length 32 --train_batch_size 8 --learning_rate 1e-3
