@@ -3,6 +3,7 @@
 # tiny shards of the trainer_data fixture (tests/trainer_test.sh). Cases:
 #   equivalence   2 ranks x 2 micro-batches == 1 rank x 4 (weights and losses to 1e-6), pretraining and run-classifier
 #   kill_resume   SIGKILL of rank 1 mid-run ends the job within 10 s naming the rank; --resume finishes it
+#   elastic_resume  a checkpoint of 1 process resumed by 2 ranks continues the same run
 #   rank_throws   an error on one rank only (its eval_dir is missing) ends the job within 10 s naming the rank
 # Runs as root in CI: --allow-run-as-root; --oversubscribe and --bind-to none for small machines; shared memory
 # (vader) without the CMA single-copy path, which containers usually forbid.
@@ -130,6 +131,22 @@ PY
     # Same world size, same reduction order: the resumed run ends where the uninterrupted one does, bit for bit.
     /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/nokill/checkpoint-60" "$work/kill/checkpoint-60" \
       --exact --metrics
+    ;;
+  elastic_resume)
+    # A 1-process checkpoint resumed by 2 ranks: the data cursor is rescaled from A = 4 to A = 2 micro-batches per
+    # rank and the run ends where the 1-process run does (to 1e-6, the summation order differs).
+    rm -rf "$work/el_ref" "$work/el"
+    flags=(--train_batch_size=8 --micro_batch_size=2 --num_train_steps=12 --save_checkpoints_steps=6)
+    "$bin" "${common[@]}" --output_dir="$work/el_ref" "${flags[@]}" > /dev/null
+    cp -r "$work/el_ref" "$work/el"
+    rm -r "$work/el/checkpoint-12"
+    "${mpi[@]}" "$bin" "${common[@]}" --output_dir="$work/el" "${flags[@]}" --resume > "$work/el.log" 2>&1 ||
+      { cat "$work/el.log"; exit 1; }
+    grep "resumed from" "$work/el.log"
+    grep -q '"grad_accum_steps": 4' "$work/el/checkpoint-6/trainer_state.json"
+    grep -q '"grad_accum_steps": 2' "$work/el/checkpoint-12/trainer_state.json"
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/el_ref/checkpoint-12" "$work/el/checkpoint-12" \
+      --rtol 1e-6 --atol 1e-9 --metrics
     ;;
   rank_throws)
     rm -rf "$work/throw"

@@ -53,7 +53,7 @@ int env_int(const char* name) {
 
 /// The number of ranks the launcher started, or -1 when not launched by an MPI launcher.
 int launcher_world_size() {
-  for (const char* k : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"}) {
+  for (const char* k : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
     const int n = env_int(k);
     if (n > 0) return n;
   }

@@ -28,6 +28,7 @@ class Communicator {
   virtual void allreduce(double* data, int64_t n, ReduceOp op = ReduceOp::sum) = 0;
   /// Copies `bytes` bytes from `root`'s buffer into every other rank's. Throws as allreduce.
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
+  /// Returns when every rank has called it. Throws as allreduce.
   virtual void barrier() = 0;
 
   /// Starts an in-place sum over ranks of `buffer` (contiguous f32 or f64; it must stay alive and untouched
@@ -51,7 +52,7 @@ std::shared_ptr<Communicator> make_single_process_communicator();
 bool built_with_mpi();
 
 /// Sets up the job's processes once per program, from main(): when launched by mpirun (OpenMPI sets
-/// OMPI_COMM_WORLD_SIZE; PMI_SIZE / PMIX_RANK for other launchers), MPI_Init_thread(MPI_THREAD_FUNNELED)
+/// OMPI_COMM_WORLD_SIZE; PMI_SIZE or PMIX_RANK for other launchers), MPI_Init_thread(MPI_THREAD_FUNNELED)
 /// and MPI_COMM_WORLD; otherwise a single process, and MPI is never touched (no MPI_Init: `bertrain` run
 /// alone starts no ORTE daemon). Collectives give up with an error after BERTRAIN_COLLECTIVE_TIMEOUT seconds
 /// (environment variable; default 1800, 0 = wait for ever). Throws bertrain::Error when launched by mpirun
