@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "bertrain/core/error.h"
 #include "bertrain/core/threads.h"
@@ -84,6 +85,15 @@ int main(int argc, char** argv) {
   };
   try {
     if (num_threads > 0) set_num_threads(num_threads);
+    if (comm->size() > 1 && comm->rank() == 0) {
+      // Ranks on one machine that each take every core slow each other down several-fold.
+      const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+      const int ranks_here = local ? std::atoi(local) : 1;
+      const unsigned cores = std::thread::hardware_concurrency();
+      if (ranks_here > 1 && cores > 0 && static_cast<unsigned>(ranks_here * bertrain::num_threads()) > cores)
+        spdlog::warn("{} ranks on this machine x {} threads each > {} cores: give --num_threads (cores per rank) or "
+                     "bind ranks with mpirun --map-by socket --bind-to socket", ranks_here, bertrain::num_threads(), cores);
+    }
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
   } catch (const bertrain::Error& e) {
