@@ -6,7 +6,8 @@
 #   SHARD_DIR  HDF5 shards of length 128 (default out/gutenberg_data/train128)
 #   RANKS      ranks of the scaled run (default 2)          STEPS  timed steps after 2 warm-up steps (default 8)
 # Environment: BIN (default build/bertrain), CONFIG (default configs/model/bert-mini.json), MICRO (default 32),
-# THREADS (default 1), MPIRUN_ARGS (default: bind each rank to its own core).
+# THREADS (default 1), SEQ and PRED (the shards' max_seq_length and max_predictions_per_seq, default 128 and 20),
+# MPIRUN_ARGS (default: bind each rank to its own core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shards=${1:-out/gutenberg_data/train128}
@@ -16,6 +17,8 @@ bin=${BIN:-build/bertrain}
 config=${CONFIG:-configs/model/bert-mini.json}
 micro=${MICRO:-32}
 threads=${THREADS:-1}
+seq=${SEQ:-128}
+pred=${PRED:-20}
 warmup=2
 read -r -a mpirun_args <<< "${MPIRUN_ARGS:---map-by core --bind-to core}"
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)
@@ -28,7 +31,7 @@ run() {
   local r=$1 dir="$out/r$1"
   mpirun "${mpirun_args[@]}" -np "$r" "$bin" --num_threads "$threads" --log_level warn pretrain --no_progress \
     --bert_config_file="$config" --vocab_file=data/vocab/bert-base-uncased-vocab.txt --input_file="$shards" \
-    --max_seq_length=128 --max_predictions_per_seq=20 --optimizer.name=lamb --learning_rate=1e-3 \
+    --max_seq_length="$seq" --max_predictions_per_seq="$pred" --optimizer.name=lamb --learning_rate=1e-3 \
     --num_warmup_steps=1 --train_batch_size=$((micro * r)) --micro_batch_size="$micro" \
     --num_train_steps=$((warmup + steps)) --save_checkpoints_steps=100000 --output_dir="$dir" > "$out/log$r" 2>&1 ||
     { cat "$out/log$r" >&2; exit 1; }
@@ -42,8 +45,8 @@ print("%.4f" % (len(timed) * float(sys.argv[3]) / seconds))
 PY
 }
 
-echo "weak scaling: $(basename "$config" .json), T=128, $micro sequences per rank per step, $threads thread(s) per rank," \
-  "$steps timed steps, $(nproc) cores"
+echo "weak scaling: $(basename "$config" .json), T=$seq, $micro sequences per rank per step, $threads thread(s) per rank," \
+  "$steps timed steps, $(getconf _NPROCESSORS_ONLN) cores"
 g1=$(run 1)
 gr=$(run "$ranks")
 /usr/bin/python3 - "$g1" "$gr" "$ranks" <<'PY'
