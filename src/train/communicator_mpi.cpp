@@ -16,6 +16,8 @@ namespace bertrain::detail {
 
 namespace {
 
+constexpr double kSpinSeconds = 50e-3;
+
 std::string mpi_error_string(int rc) {
   char buf[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -101,17 +103,19 @@ class MpiCommunicator final : public Communicator {
       throw Error("rank " + std::to_string(rank_) + ": " + what + " failed: " + mpi_error_string(rc));
   }
 
-  /// Polls until all `n` requests are complete: spins for the first millisecond (a step's collectives are
-  /// usually that quick), then naps 200 us between tests. Throws after timeout_ seconds.
+  /// Polls until all `n` requests are complete: spins for the first 50 ms (the gradient sums of a step take tens
+  /// of ms, and a large message moves in many fragments that each need a test: napping between them slowed
+  /// bert-mini's sums several-fold), then naps 200 us between tests, leaving the cores to ranks that still work
+  /// (rank 0 saving a checkpoint). Throws after timeout_ seconds.
   void wait(MPI_Request* reqs, int n, const char* what) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
-    for (int64_t polls = 0;; ++polls) {
+    for (;;) {
       int done = 0;
       check(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
       if (done) return;
       const double waited = std::chrono::duration<double>(clock::now() - t0).count();
-      if (waited < 1e-3) continue;
+      if (waited < kSpinSeconds) continue;
       if (timeout_ > 0 && waited > timeout_)
         throw Error("rank " + std::to_string(rank_) + ": waited " + std::to_string(static_cast<int>(waited)) +
                     " s for a " + what + " with the other ranks (BERTRAIN_COLLECTIVE_TIMEOUT=" +

@@ -400,9 +400,11 @@ struct PretrainTrainer::Impl {
         partial_loss = partial_mlm = partial_nsp = 0;
         int stop_signal = signal_received();
         if (reducer) {
+          const auto t_wait = std::chrono::steady_clock::now();
           reducer->finish();
-          spdlog::debug("step {}: {} of {} gradient buckets started during backward", global_step + 1,
-                        reducer->started_during_backward(), reducer->num_buckets());
+          spdlog::debug("step {}: {} of {} gradient buckets started during backward; {:.1f} ms waiting for the sums "
+                        "after backward", global_step + 1, reducer->started_during_backward(), reducer->num_buckets(),
+                        1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count());
           double st[4] = {loss, mlm, nsp, 0};
           comm->allreduce(st, 3);
           loss = st[0];
