@@ -31,7 +31,7 @@ while IFS= read -r line; do
     *) echo "layering: $file (layer $lay) includes bertrain/$inc/" >&2; bad=1 ;;
   esac
 done < <(grep -rn '#include *[<"]bertrain/' "$root/include/bertrain" "$root/src" 2>/dev/null || true)
-if grep -rnE '#include *[<"](Eigen/|oneapi/dnnl|dnnl\.h|spdlog/|CLI/|sentencepiece|hdf5\.h|utf8proc\.h)' "$root/include" >&2; then
+if grep -rnE '#include *[<"](Eigen/|oneapi/dnnl|dnnl\.h|spdlog/|CLI/|sentencepiece|hdf5\.h|utf8proc\.h|mpi\.h)' "$root/include" >&2; then
   echo "layering: public headers include implementation libraries" >&2
   bad=1
 fi

@@ -38,10 +38,14 @@ Registrar reg{{"pretrain",
                  auto resume = std::make_shared<bool>(false);
                  auto phase = std::make_shared<int>(0);
                  auto no_progress = std::make_shared<bool>(false);
+                 auto bucket_mb = std::make_shared<double>(25);
                  sub.add_option("--config", *config, "recipe JSON (see README: Recipes); optional with flags");
                  sub.add_flag("--resume", *resume, "continue from the newest complete checkpoint in output_dir");
                  sub.add_option("--phase", *phase, "run only this phase (1-based)")->check(CLI::PositiveNumber);
                  sub.add_flag("--no_progress", *no_progress, "log lines instead of a live progress line");
+                 sub.add_option("--allreduce_bucket_mb", *bucket_mb,
+                                "under mpirun: gradients are summed over ranks in buckets of this size (MB)")
+                     ->check(CLI::PositiveNumber);
                  sub.allow_extras();
                  sub.footer(
                      "Other flags override recipe keys, e.g. --learning_rate=1e-3 (every phase), "
@@ -50,13 +54,14 @@ Registrar reg{{"pretrain",
                      "--init_checkpoint --train_batch_size --max_seq_length --max_predictions_per_seq "
                      "--num_train_steps --num_warmup_steps --learning_rate --save_checkpoints_steps --do_train "
                      "--do_eval (with --eval_dir).");
-                 return std::function<int()>([&sub, config, resume, phase, no_progress] {
+                 return std::function<int()>([&sub, config, resume, phase, no_progress, bucket_mb] {
                    PretrainRecipe r = load_pretrain_recipe(*config, parse_overrides(sub.remaining()));
                    r.validate();
                    PretrainOptions o;
                    o.resume = *resume;
                    o.only_phase = *phase;
                    o.progress = !*no_progress;
+                   o.allreduce_bucket_mb = *bucket_mb;
                    PretrainTrainer t(r, o);
                    int rc = 0;
                    if (r.do_train) rc = t.train();

@@ -12,6 +12,7 @@
 #include "bertrain/data/metrics.h"
 #include "bertrain/data/tokenizer.h"
 #include "bertrain/models/bert.h"
+#include "bertrain/train/communicator.h"
 #include "commands.h"
 #include "finetune_common.h"
 
@@ -137,9 +138,10 @@ int run(const FinetuneFlags& f, const std::string& task_name, const std::string&
     FinetuneResult r = run_finetuning(model, cfg, o, t);
     if (r.exit_code != 0) return r.exit_code;
     spdlog::info("done: {} steps; best {} = {:.4f} at step {}", r.global_step, t.primary_metric, r.best_metric, r.best_step);
-  } else if (f.do_eval) {
+  } else if (f.do_eval && world()->rank() == 0) {
     evaluate(0);
   }
+  if (world()->rank() != 0) return 0;  // under mpirun rank 0 alone predicts and writes files
   if (f.do_predict) {
     for (ExampleSet& s : proc->get_test_sets(data_dir)) {
       auto feats = data::convert_examples_to_features(s.examples, *proc, f.max_seq_length, tok);

@@ -11,6 +11,7 @@
 #include "bertrain/data/squad_evaluate.h"
 #include "bertrain/data/tokenizer.h"
 #include "bertrain/models/bert.h"
+#include "bertrain/train/communicator.h"
 #include "commands.h"
 #include "finetune_common.h"
 
@@ -153,7 +154,7 @@ int run(const FinetuneFlags& f, const SquadFlags& s) {
     FinetuneResult res = run_finetuning(model, cfg, o, t);
     if (res.exit_code != 0) return res.exit_code;
     spdlog::info("done: {} steps", res.global_step);
-  } else {
+  } else if (world()->rank() == 0) {  // under mpirun rank 0 alone predicts and writes files
     evaluate(0);
   }
   return 0;

@@ -1,14 +1,17 @@
 // main.cpp: the `bertrain` executable. Parses the global flags, dispatches to a subcommand, and is the one
-// place that catches bertrain::Error: it logs one clear line and returns a non-zero exit code.
+// place that catches bertrain::Error: it logs one clear line and returns a non-zero exit code. Under mpirun
+// it sets up MPI (init_world) and, when a rank fails, ends the whole job naming that rank (never a hang).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "bertrain/core/error.h"
 #include "bertrain/core/threads.h"
 #include "bertrain/core/version.h"
+#include "bertrain/train/communicator.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -58,16 +61,45 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  // MPI only when started by an MPI launcher (see init_world): a plain `bertrain ...` never initialises MPI.
+  std::shared_ptr<Communicator> comm;
+  try {
+    comm = init_world(&argc, &argv);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  struct Finalize {
+    ~Finalize() { finalize_world(); }
+  } finalize;
+  if (comm->size() > 1) {
+    // Rank 0 owns the console; the others report warnings and errors only, each line naming its rank.
+    spdlog::set_pattern("[%H:%M:%S.%e] [rank " + std::to_string(comm->rank()) + "] [%^%l%$] %v");
+    if (comm->rank() != 0 && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
+  }
+  // A failing rank takes the job down at once: the others would otherwise wait for it in the next collective.
+  auto fail = [&](const std::string& msg) {
+    spdlog::error("{}", msg);
+    if (comm->size() > 1) comm->abort(1, msg);
+    return 1;
+  };
   try {
     if (num_threads > 0) set_num_threads(num_threads);
+    if (comm->size() > 1 && comm->rank() == 0) {
+      // Ranks on one machine that each take every core slow each other down several-fold.
+      const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+      const int ranks_here = local ? std::atoi(local) : 1;
+      const unsigned cores = std::thread::hardware_concurrency();
+      if (ranks_here > 1 && cores > 0 && static_cast<unsigned>(ranks_here * bertrain::num_threads()) > cores)
+        spdlog::warn("{} ranks on this machine x {} threads each > {} cores: give --num_threads (cores per rank) or "
+                     "bind ranks with mpirun --map-by socket --bind-to socket", ranks_here, bertrain::num_threads(), cores);
+    }
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
   } catch (const bertrain::Error& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return fail(e.what());
   } catch (const std::exception& e) {
-    spdlog::error("unexpected error: {}", e.what());
-    return 1;
+    return fail(std::string("unexpected error: ") + e.what());
   }
   return 0;
 }

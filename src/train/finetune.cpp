@@ -1,4 +1,5 @@
-// finetune.cpp: the shared finetuning loop.
+// finetune.cpp: the shared finetuning loop. Under MPI every rank takes its B/R rows of each batch; dropout is keyed
+// by global sample index and the loss normalised by B, so R ranks give the gradient of one.
 #include "bertrain/train/finetune.h"
 
 #include <spdlog/spdlog.h>
@@ -13,8 +14,11 @@
 #include "bertrain/core/rng.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/ops/ops.h"
 #include "bertrain/optim/clip.h"
+#include "bertrain/train/communicator.h"
 #include "train/checkpoint_dir.h"
+#include "train/grad_reducer.h"
 #include "train/optimizer_factory.h"
 #include "train/signals.h"
 
@@ -53,6 +57,11 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
   BERTRAIN_CHECK(o.warmup_proportion >= 0 && o.warmup_proportion <= 1, "finetuning: warmup_proportion must be in [0, 1]");
   BERTRAIN_CHECK(task.num_train_examples >= o.train_batch_size, "finetuning: ", task.num_train_examples,
                  " training examples are fewer than one batch of ", o.train_batch_size);
+  std::shared_ptr<Communicator> comm = o.communicator ? o.communicator : world();
+  const int world_size = comm->size(), rank = comm->rank();
+  BERTRAIN_CHECK(o.train_batch_size % world_size == 0, "finetuning: train_batch_size ", o.train_batch_size,
+                 " must be a multiple of the number of ranks (", world_size, ")");
+  const int64_t rank_rows = o.train_batch_size / world_size;
   fs::create_directories(o.output_dir);
   const int64_t steps_per_epoch = task.num_train_examples / o.train_batch_size;  // drop_remainder, as the reference
   int64_t total = static_cast<int64_t>(static_cast<double>(task.num_train_examples) / o.train_batch_size * o.num_train_epochs);
@@ -89,7 +98,18 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
       spdlog::info("resumed from {} at step {}", *dir, step);
     }
   }
-  if (step == 0) write_text(metrics_path, "");
+  std::unique_ptr<GradientReducer> reducer;
+  if (world_size > 1) {
+    double step0 = static_cast<double>(step);
+    comm->broadcast(&step0, sizeof step0, 0);
+    BERTRAIN_CHECK(step0 == static_cast<double>(step), "rank ", rank, " resumes at step ", step, " but rank 0 at step ",
+                   step0, ": every rank must see the same output_dir");
+    check_same_parameters(params, *comm);
+    BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
+    reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)));
+    spdlog::info("data parallel: {}; {} rows of each batch per rank", comm->description(), rank_rows);
+  }
+  if (step == 0 && rank == 0) write_text(metrics_path, "");
 
   auto state = [&](int64_t s) {
     return json{{"global_step", s},
@@ -102,11 +122,12 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
                 {"learning_rate", sched.lr(s)}};
   };
   auto checkpoint = [&](int64_t s) {
+    if (rank != 0) return;
     save_dir(o.output_dir, checkpoint_dir_name(s), model, cfg, opt.get(), state(s), task, s);
     prune_checkpoints(o.output_dir, o.save_total_limit);
   };
   auto evaluate = [&](int64_t s) {
-    if (!task.evaluate) return;
+    if (!task.evaluate || rank != 0) return;  // the other ranks go on and wait in the next step's sums
     NoGradGuard ng;
     model.eval();
     res.last_metrics = task.evaluate(s);
@@ -128,7 +149,7 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
 
   SignalGuard signals;
   model.train();
-  const bool tty = o.progress && isatty(STDERR_FILENO);
+  const bool tty = o.progress && isatty(STDERR_FILENO) && rank == 0;
   spdlog::info("finetuning: {} examples, batch {}, {} steps ({} per epoch), lr {}, warmup {} steps", task.num_train_examples,
                o.train_batch_size, total, steps_per_epoch, o.learning_rate, sched.warmup_steps());
   auto t_start = std::chrono::steady_clock::now();
@@ -141,25 +162,38 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
       order = epoch_order(o.seed, epoch, task.num_train_examples);
       order_epoch = epoch;
     }
-    std::vector<int64_t> rows(order.begin() + pos * o.train_batch_size, order.begin() + (pos + 1) * o.train_batch_size);
-    Variable loss = task.loss(rows, step * o.train_batch_size);
+    const int64_t first = pos * o.train_batch_size + rank * rank_rows;  // this rank's rows of the batch
+    std::vector<int64_t> rows(order.begin() + first, order.begin() + first + rank_rows);
+    Variable loss = task.loss(rows, step * o.train_batch_size + rank * rank_rows);
+    if (world_size > 1) loss = scale(loss, static_cast<double>(rank_rows) / static_cast<double>(o.train_batch_size));
+    if (reducer) reducer->arm();
     loss.backward();
+    double loss_value = loss.item();
+    int stop_signal = signal_received();
+    if (reducer) {
+      reducer->finish();
+      comm->allreduce(&loss_value, 1);
+      double sig = stop_signal;
+      comm->allreduce(&sig, 1, ReduceOp::max);
+      stop_signal = static_cast<int>(sig);
+    }
     const double norm = o.optimizer.clip_grad_norm > 0 ? clip_grad_norm(params, o.optimizer.clip_grad_norm)
                                                        : global_grad_norm(params);
     const double lr = sched.lr(step);
-    const bool skip = !std::isfinite(norm) || !std::isfinite(loss.item());
+    const bool skip = !std::isfinite(norm) || !std::isfinite(loss_value);
     if (skip) spdlog::warn("step {}: non-finite loss or gradient norm, step skipped", step + 1);
     else opt->step(lr);
     opt->zero_grad();
     ++step;
-    std::ofstream(metrics_path, std::ios::app)
-        << json{{"step", step}, {"loss", loss.item()}, {"lr", lr}, {"grad_norm", norm}, {"skipped", skip}}.dump() << "\n";
+    if (rank == 0)
+      std::ofstream(metrics_path, std::ios::app)
+          << json{{"step", step}, {"loss", loss_value}, {"lr", lr}, {"grad_norm", norm}, {"skipped", skip}}.dump() << "\n";
     if (step % o.log_every_steps == 0 || step == total) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
       const double eta = el / static_cast<double>(step - first_step) * static_cast<double>(total - step);
       char line[256];
       std::snprintf(line, sizeof line, "epoch %.2f step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3g | eta %.0fs",
-                    static_cast<double>(step) / steps_per_epoch, (long long)step, (long long)total, loss.item(), lr,
+                    static_cast<double>(step) / steps_per_epoch, (long long)step, (long long)total, loss_value, lr,
                     norm, eta);
       if (tty) std::fprintf(stderr, "\r%s\x1b[K%s", line, step == total ? "\n" : "");
       else spdlog::info("{}", line);
@@ -167,10 +201,10 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     const bool epoch_end = step % steps_per_epoch == 0 || step == total;
     if (epoch_end) evaluate(step);
     if ((o.save_checkpoints_steps > 0 && step % o.save_checkpoints_steps == 0) || epoch_end) checkpoint(step);
-    if (signal_received() && step < total) {
+    if (stop_signal && step < total) {
       if (!epoch_end && !(o.save_checkpoints_steps > 0 && step % o.save_checkpoints_steps == 0)) checkpoint(step);
-      spdlog::warn("signal {} received: checkpoint saved at step {}; continue with --resume", signal_received(), step);
-      res.exit_code = 128 + signal_received();
+      spdlog::warn("signal {} received: checkpoint saved at step {}; continue with --resume", stop_signal, step);
+      res.exit_code = 128 + stop_signal;
       break;
     }
   }

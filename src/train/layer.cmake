@@ -1,4 +1,14 @@
-bertrain_add_layer(train SOURCES train/pretrainer.cpp train/checkpoint_dir.cpp train/signals.cpp
-  train/optimizer_factory.cpp train/finetune.cpp
+set(_train_sources train/pretrainer.cpp train/checkpoint_dir.cpp train/signals.cpp
+  train/optimizer_factory.cpp train/finetune.cpp train/communicator.cpp train/grad_reducer.cpp)
+if(BERTRAIN_WITH_MPI)
+  list(APPEND _train_sources train/communicator_mpi.cpp)
+endif()
+bertrain_add_layer(train SOURCES ${_train_sources}
   PUBLIC_DEPS bertrain::io
   PRIVATE_DEPS spdlog::spdlog nlohmann_json::nlohmann_json)
+if(BERTRAIN_WITH_MPI)
+  # MPI is private to the train layer: no public header includes mpi.h (tests/layering_check.sh checks it).
+  target_link_libraries(bertrain_train PRIVATE MPI::MPI_C)
+  # The C API only: without these, mpi.h in C++ pulls in the deprecated C++ bindings (libmpi_cxx).
+  target_compile_definitions(bertrain_train PRIVATE BERTRAIN_HAVE_MPI=1 OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+endif()

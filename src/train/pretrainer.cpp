@@ -1,6 +1,9 @@
 // pretrainer.cpp: the pretraining loop. One optimizer step = A micro-batches per rank; the masked-LM loss of
 // every micro-batch is normalised by the masked-token count of the whole global batch and the next-sentence
-// loss by the global batch size, so A micro-batches of B/A give the gradient of one batch of B.
+// loss by the global batch size, so A micro-batches of B/A give the gradient of one batch of B. With R ranks
+// (MPI) each rank runs A = G / (R B) micro-batches of its own samples; the masked-token count is summed over ranks
+// before the first micro-batch, and the gradients are summed over ranks during the last micro-batch's backward
+// (GradientReducer), so R ranks x A micro-batches give the gradient of 1 rank x R A.
 #include "bertrain/train/pretrainer.h"
 
 #include <spdlog/spdlog.h>
@@ -28,7 +31,9 @@
 #include "bertrain/optim/lars.h"
 #include "bertrain/optim/sgd.h"
 #include "bertrain/schedule/schedule.h"
+#include "bertrain/train/communicator.h"
 #include "train/checkpoint_dir.h"
+#include "train/grad_reducer.h"
 #include "train/optimizer_factory.h"
 #include "train/signals.h"
 
@@ -74,7 +79,16 @@ struct PretrainTrainer::Impl {
 
   std::string vocab_sha;
 
+  // Data parallelism (MPI): comm has one rank in a lone process, and then reducer is null.
+  std::shared_ptr<Communicator> comm;
+  std::unique_ptr<GradientReducer> reducer;
+
   Impl(const PretrainRecipe& recipe, const PretrainOptions& options) : r(recipe), o(options) {
+    comm = o.communicator ? o.communicator : world();
+    if (comm->size() > 1) {
+      o.world_size = comm->size();
+      o.rank = comm->rank();
+    }
     r.validate(o.world_size);
     // Model config: bert_config_file, else config.json beside the init checkpoint.
     std::string cfg_path = r.bert_config_file;
@@ -123,6 +137,23 @@ struct PretrainTrainer::Impl {
       global_step = sched->phase_start(phase);
     }
     if (o.resume) resume();
+    if (comm->size() > 1) {
+      check_same_parameters(params, *comm);  // same seed or same checkpoint on every rank
+      BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
+      reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)));
+      spdlog::info("data parallel: {}; gradients summed in {} buckets", comm->description(), reducer->num_buckets());
+    }
+  }
+
+  /// The loader cursor is the same on every rank (each consumes A micro-batches per step): checks it against
+  /// rank 0's before rank 0 saves it for all. Collective.
+  void check_same_cursor() {
+    if (comm->size() == 1) return;
+    double c[2] = {static_cast<double>(cursor.epoch), static_cast<double>(cursor.position)};
+    double ref[2] = {c[0], c[1]};
+    comm->broadcast(ref, sizeof ref, 0);
+    BERTRAIN_ASSERT(ref[0] == c[0] && ref[1] == c[1], "rank ", o.rank, " data cursor (", c[0], ", ", c[1],
+                    ") differs from rank 0's (", ref[0], ", ", ref[1], ")");
   }
 
   // ---------------------------------------------------------------- checkpoints
@@ -139,11 +170,14 @@ struct PretrainTrainer::Impl {
                 {"optimizer_step", opt->counters().step},
                 {"learning_rate", sched ? sched->at(global_step).lr : 0.0},
                 {"dropout_seed", r.seed},
+                {"world_size", o.world_size},
+                {"grad_accum_steps", phase < static_cast<int>(r.phases.size()) ? accum_steps(phase) : 0},
                 {"vocab_sha256", vocab_sha},
                 {"recipe", json::parse(pretrain_recipe_to_json(r))}};
   }
 
   void save_checkpoint(bool partial) {
+    check_same_cursor();
     if (o.rank != 0) return;
     CheckpointWriter w(r.output_dir, global_step);
     save_model(w.dir(), *model, cfg);
@@ -206,6 +240,19 @@ struct PretrainTrainer::Impl {
     skipped_steps = s.at("skipped_steps").get<int64_t>();
     consecutive_skipped = s.at("consecutive_skipped_steps").get<int64_t>();
     micro_index = s.at("micro_batch_index").get<int64_t>();
+    // Another world size: the cursor counts this rank's micro-batches, A per step; rescale it to the new A.
+    if (s.contains("grad_accum_steps") && phase < static_cast<int>(r.phases.size())) {
+      const int64_t a_old = s.at("grad_accum_steps").get<int64_t>(), a_new = accum_steps(phase);
+      if (a_old > 0 && a_old != a_new) {
+        BERTRAIN_CHECK(micro_index == 0, *dir, " was saved in the middle of a step with ", a_old,
+                       " micro-batches per rank; resume it with the same world size and micro_batch_size");
+        BERTRAIN_CHECK(cursor.position % a_old == 0, *dir, ": data cursor position ", cursor.position,
+                       " is not a multiple of grad_accum_steps ", a_old);
+        cursor.position = cursor.position / a_old * a_new;
+      }
+    }
+    BERTRAIN_CHECK(micro_index == 0 || comm->size() == 1, *dir, " was saved in the middle of a step (one process, "
+                   "SIGINT/SIGTERM): resume it without mpirun, or from an earlier checkpoint");
     partial_loss = s.at("partial_losses").at(0).get<double>();
     partial_mlm = s.at("partial_losses").at(1).get<double>();
     partial_nsp = s.at("partial_losses").at(2).get<double>();
@@ -215,7 +262,14 @@ struct PretrainTrainer::Impl {
       for (auto& [n, v] : params)
         if (gf.contains(n)) v.mutable_grad() = gf.load(n);
     }
-    truncate_metrics(global_step);
+    if (comm->size() > 1) {  // all ranks must resume from the same checkpoint (output_dir shared or copied)
+      double step0 = static_cast<double>(global_step);
+      comm->broadcast(&step0, sizeof step0, 0);
+      BERTRAIN_CHECK(step0 == static_cast<double>(global_step), "rank ", o.rank, " resumes from ", *dir,
+                     " (global_step ", global_step, ") but rank 0 from global_step ", step0,
+                     ": every rank must see the same output_dir");
+    }
+    if (o.rank == 0) truncate_metrics(global_step);
     spdlog::info("resumed from {} at global_step {} (phase {}, step {}{})", *dir, global_step, phase + 1, phase_step,
                  micro_index ? ", mid-step at micro-batch " + std::to_string(micro_index) : std::string());
   }
@@ -247,6 +301,12 @@ struct PretrainTrainer::Impl {
   }
 
   // ---------------------------------------------------------------- data
+  /// A: micro-batches per rank per optimizer step of `ph`.
+  int64_t accum_steps(int ph) const {
+    const PhaseRecipe& p = r.phases[ph];
+    return p.train_batch_size / (p.micro_batch_size * o.world_size);
+  }
+
   void open_loader() {
     const PhaseRecipe& p = r.phases[phase];
     data::LoaderOptions lo;
@@ -311,6 +371,7 @@ struct PretrainTrainer::Impl {
         double wsum = 0;
         for (auto& b : mb)
           for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) wsum += b.masked_lm_weights.data<float>()[i];
+        comm->allreduce(&wsum, 1);  // the global batch's masked-token count (integers: exact in any order)
         double loss = partial_loss, mlm = partial_mlm, nsp = partial_nsp;
         for (int64_t m = micro_index; m < a; ++m) {
           const data::PretrainingBatch& b = mb[m];
@@ -319,11 +380,12 @@ struct PretrainTrainer::Impl {
           PretrainingTargets t{b.masked_lm_positions, b.masked_lm_ids, b.masked_lm_weights,
                                r.next_sentence ? b.next_sentence_labels : Tensor(), wsum + 1e-5, static_cast<double>(g)};
           PretrainingOutput out = model->forward(in, t);
+          if (reducer && m == a - 1) reducer->arm();  // sums start as gradients complete
           out.loss.backward();
           loss += out.loss.item();
           mlm += out.mlm_loss.item();
           if (out.nsp_loss.defined()) nsp += out.nsp_loss.item();
-          if (signal_received() && m + 1 < a) {
+          if (comm->size() == 1 && signal_received() && m + 1 < a) {  // MPI: at the step's end, all together
             micro_index = m + 1;
             partial_loss = loss;
             partial_mlm = mlm;
@@ -336,6 +398,22 @@ struct PretrainTrainer::Impl {
         }
         micro_index = 0;
         partial_loss = partial_mlm = partial_nsp = 0;
+        int stop_signal = signal_received();
+        if (reducer) {
+          const auto t_wait = std::chrono::steady_clock::now();
+          reducer->finish();
+          spdlog::debug("step {}: {} of {} gradient buckets started during backward; {:.1f} ms waiting for the sums "
+                        "after backward", global_step + 1, reducer->started_during_backward(), reducer->num_buckets(),
+                        1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count());
+          double st[4] = {loss, mlm, nsp, 0};
+          comm->allreduce(st, 3);
+          loss = st[0];
+          mlm = st[1];
+          nsp = st[2];
+          double sig = stop_signal;  // a signal on any rank stops every rank after this step
+          comm->allreduce(&sig, 1, ReduceOp::max);
+          stop_signal = static_cast<int>(sig);
+        }
         const double norm = r.optimizer.clip_grad_norm > 0 ? clip_grad_norm(params, r.optimizer.clip_grad_norm)
                                                            : global_grad_norm(params);
         const double lr = sched->phase(phase).lr(phase_step);
@@ -384,10 +462,10 @@ struct PretrainTrainer::Impl {
           evaluate(r.eval_dir);
         if (end_of_phase) break;
         if (r.save_checkpoints_steps > 0 && global_step % r.save_checkpoints_steps == 0) save_checkpoint(false);
-        if (signal_received()) {
-          spdlog::warn("signal {} received: saving checkpoint at step {}", signal_received(), global_step);
+        if (stop_signal) {
+          spdlog::warn("signal {} received: saving checkpoint at step {}", stop_signal, global_step);
           save_checkpoint(false);
-          return 128 + signal_received();
+          return 128 + stop_signal;
         }
       }
       // End of phase: the next phase starts fresh (its own step counter, re-warm-up).
@@ -416,11 +494,14 @@ struct PretrainTrainer::Impl {
     double wce = 0, wsum = 0, wcorrect = 0, nsp_ce = 0, nsp_correct = 0, nsp_n = 0;
     int64_t examples = 0, steps = 0;
     const int64_t bsz = r.phases.empty() ? 32 : r.phases[std::min<size_t>(phase, r.phases.size() - 1)].micro_batch_size;
+    int64_t batch_no = 0;  // batches over all shards: rank k evaluates those with batch_no % R == k
     for (const std::string& path : shards) {
       data::PretrainingFeatures f = data::read_pretraining_shard(path);
       const int64_t t = f.max_seq_length, p = f.max_predictions_per_seq;
       for (int64_t s = 0; s < f.size(); s += bsz) {
         if (r.max_eval_steps > 0 && steps >= r.max_eval_steps) break;
+        ++steps;
+        if ((batch_no++) % comm->size() != comm->rank()) continue;
         const int64_t b = std::min(bsz, f.size() - s);
         Tensor ids = Tensor::from_data(f.input_ids.data() + s * t, {b, t});
         Tensor seg = Tensor::empty({b, t}, DType::i32), mask = Tensor::empty({b, t}, DType::i32);
@@ -445,8 +526,18 @@ struct PretrainTrainer::Impl {
           nsp_n += out.nsp_count;
         }
         examples += b;
-        ++steps;
       }
+    }
+    if (comm->size() > 1) {
+      double sums[7] = {wce, wsum, wcorrect, nsp_ce, nsp_correct, nsp_n, static_cast<double>(examples)};
+      comm->allreduce(sums, 7);
+      wce = sums[0];
+      wsum = sums[1];
+      wcorrect = sums[2];
+      nsp_ce = sums[3];
+      nsp_correct = sums[4];
+      nsp_n = sums[5];
+      examples = static_cast<int64_t>(sums[6]);
     }
     PretrainEvalResult e;
     e.masked_lm_loss = wce / std::max(wsum, 1e-12);

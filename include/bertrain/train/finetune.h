@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "bertrain/nn/module.h"
 
 namespace bertrain {
+
+class Communicator;
 
 struct FinetuneOptions {
   std::string output_dir;
@@ -39,6 +42,11 @@ struct FinetuneOptions {
   }();
   bool resume = false;
   bool progress = true;
+  /// The job's ranks (bertrain/train/communicator.h); null: world(). With R > 1 ranks each computes the loss of
+  /// its B/R rows of every batch (normalised by B), gradients are summed over ranks, and rank 0 alone evaluates
+  /// and writes checkpoints and metrics.
+  std::shared_ptr<Communicator> communicator;
+  double allreduce_bucket_mb = 25;  ///< gradient bucket size for the sums over ranks
   int log_every_steps = 10;
 };
 

@@ -11,11 +11,18 @@
 
 namespace bertrain {
 
+class Communicator;
+
 struct PretrainOptions {
   bool resume = false;  ///< continue from the newest complete checkpoint in output_dir
   int only_phase = 0;   ///< 1-based phase to run alone; 0 = all phases
-  int world_size = 1;
+  int world_size = 1;   ///< set from `communicator` when it has more than one rank
   int rank = 0;
+  /// The job's ranks (bertrain/train/communicator.h); null: world(). With R > 1 ranks each reads its part of
+  /// every global batch, gradients are summed over ranks once per step, rank 0 alone writes files.
+  std::shared_ptr<Communicator> communicator;
+  /// Gradient bucket size for the sums over ranks (PyTorch DDP's bucket_cap_mb); > 0.
+  double allreduce_bucket_mb = 25;
   bool progress = true; ///< live progress line on the console
 };
 

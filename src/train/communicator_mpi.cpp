@@ -1,0 +1,161 @@
+// communicator_mpi.cpp: Communicator over MPI_COMM_WORLD. Non-blocking collectives (MPI_Iallreduce) for the
+// gradient buckets; every wait polls MPI_Test, spinning briefly then sleeping in short naps, so a rank that waits
+// for another (rank 0 writing a checkpoint) leaves the cores to it, and gives up after the timeout.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bertrain/core/error.h"
+#include "train/communicator_mpi.h"
+
+namespace bertrain::detail {
+
+namespace {
+
+constexpr double kSpinSeconds = 50e-3;
+
+std::string mpi_error_string(int rc) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(double timeout) : timeout_(timeout) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(ver, &len);
+    std::string v(ver, static_cast<size_t>(len));
+    if (const size_t nl = v.find_first_of(",\n"); nl != std::string::npos) v.resize(nl);
+    desc_ = "MPI (" + v + "), " + std::to_string(size_) + " ranks";
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string description() const override { return desc_; }
+
+  void allreduce(double* data, int64_t n, ReduceOp op) override {
+    BERTRAIN_ASSERT(pending_.empty(), "blocking allreduce while bucket sums are in flight");
+    MPI_Request req;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, op == ReduceOp::sum ? MPI_SUM : MPI_MAX,
+                         MPI_COMM_WORLD, &req),
+          "MPI_Iallreduce");
+    wait(&req, 1, "allreduce");
+  }
+
+  void broadcast(void* data, int64_t bytes, int root) override {
+    BERTRAIN_ASSERT(pending_.empty(), "broadcast while bucket sums are in flight");
+    BERTRAIN_CHECK(bytes <= INT32_MAX, "broadcast of ", bytes, " bytes: at most 2^31 - 1");
+    MPI_Request req;
+    check(MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req), "MPI_Ibcast");
+    wait(&req, 1, "broadcast");
+  }
+
+  void barrier() override {
+    BERTRAIN_ASSERT(pending_.empty(), "barrier while bucket sums are in flight");
+    MPI_Request req;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+    wait(&req, 1, "barrier");
+  }
+
+  void start_allreduce_sum(Tensor& buffer) override {
+    BERTRAIN_CHECK(buffer.dtype() == DType::f32 || buffer.dtype() == DType::f64,
+                   "start_allreduce_sum: f32 or f64 buffers only, got ", buffer.desc());
+    BERTRAIN_CHECK(buffer.numel() <= INT32_MAX, "start_allreduce_sum: ", buffer.numel(), " elements, at most 2^31 - 1");
+    MPI_Request req;
+    check(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()),
+                         buffer.dtype() == DType::f32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req),
+          "MPI_Iallreduce");
+    pending_.push_back(req);
+  }
+
+  void progress() override {
+    if (pending_.empty()) return;
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    if (done) pending_.clear();
+  }
+
+  void wait_all() override {
+    if (pending_.empty()) return;
+    wait(pending_.data(), static_cast<int>(pending_.size()), "gradient allreduce");
+    pending_.clear();
+  }
+
+  [[noreturn]] void abort(int code, const std::string& message) override {
+    std::fprintf(stderr, "bertrain: rank %d of %d: %s\n", rank_, size_, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);  // MPI_Abort does not return; in case it does
+  }
+
+ private:
+  void check(int rc, const char* what) const {
+    if (rc != MPI_SUCCESS)
+      throw Error("rank " + std::to_string(rank_) + ": " + what + " failed: " + mpi_error_string(rc));
+  }
+
+  /// Polls until all `n` requests are complete: spins for the first 50 ms (the gradient sums of a step take tens
+  /// of ms, and a large message moves in many fragments that each need a test: napping between them slowed
+  /// bert-mini's sums several-fold), then naps 200 us between tests, leaving the cores to ranks that still work
+  /// (rank 0 saving a checkpoint). Throws after timeout_ seconds.
+  void wait(MPI_Request* reqs, int n, const char* what) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    for (;;) {
+      int done = 0;
+      check(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (done) return;
+      const double waited = std::chrono::duration<double>(clock::now() - t0).count();
+      if (waited < kSpinSeconds) continue;
+      if (timeout_ > 0 && waited > timeout_)
+        throw Error("rank " + std::to_string(rank_) + ": waited " + std::to_string(static_cast<int>(waited)) +
+                    " s for a " + what + " with the other ranks (BERTRAIN_COLLECTIVE_TIMEOUT=" +
+                    std::to_string(static_cast<int>(timeout_)) + "): another rank has died or hangs");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  int rank_ = 0, size_ = 1;
+  double timeout_;
+  std::string desc_;
+  std::vector<MPI_Request> pending_;
+};
+
+bool g_initialised_here = false;
+
+}  // namespace
+
+std::shared_ptr<Communicator> make_mpi_world(int* argc, char*** argv, double timeout_seconds) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) throw Error("MPI_Init_thread failed: " + mpi_error_string(rc));
+    g_initialised_here = true;
+    // All MPI calls come from the trainer's thread; the loader's prefetch thread and OpenMP never call MPI.
+    BERTRAIN_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI provides thread level ", provided,
+                   ", bertrain needs MPI_THREAD_FUNNELED");
+  }
+  // Errors come back as return codes (turned into bertrain::Error; main() then calls abort()), never a silent hang.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return std::make_shared<MpiCommunicator>(timeout_seconds);
+}
+
+void finalize_mpi() {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (g_initialised_here && inited && !finalized) MPI_Finalize();
+}
+
+}  // namespace bertrain::detail

@@ -1,0 +1,67 @@
+// grad_reducer.h: sums gradients over the ranks of a data-parallel job in buckets started while backward still
+// runs (PyTorch DDP's Reducer, Li et al. 2020, "PyTorch Distributed", section 3.2): parameters in reverse
+// registration order are grouped into buckets of about 25 MB; a bucket's in-place sum starts once all its
+// gradients are complete, in bucket order on every rank.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bertrain/optim/optimizer.h"
+#include "bertrain/train/communicator.h"
+
+namespace bertrain {
+
+/// Throws bertrain::Error on this rank when its parameters differ from rank 0's (compared by two checksums in
+/// double: the plain sum and a sum weighted by tensor position). Collective: every rank calls it.
+void check_same_parameters(const NamedParameters& params, Communicator& comm);
+
+class GradientReducer {
+ public:
+  /// Installs a grad-ready hook on every parameter that needs a gradient (replacing any hook there); the
+  /// destructor removes them. Buckets hold one dtype (f32 or f64) and at most `bucket_bytes` bytes, except a
+  /// single parameter larger than that, which gets a bucket of its own. Throws bertrain::Error for other dtypes.
+  GradientReducer(const NamedParameters& params, std::shared_ptr<Communicator> comm,
+                  int64_t bucket_bytes = int64_t{25} << 20);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  /// The next backward() is the step's last: start each bucket's sum as soon as its gradients are ready.
+  /// Backwards while not armed (earlier micro-batches) only accumulate locally.
+  void arm();
+  /// After the armed backward: starts the buckets not started yet (in order), waits for all, and writes the
+  /// sums back into the gradients. Gradients undefined on this rank count as zeros and stay undefined.
+  /// Parameters whose hook never fired are remembered as unused and from then on counted ready at arm(), so
+  /// their buckets do not hold back the overlap (DDP's find_unused_parameters, learned on the first step).
+  /// Throws bertrain::Error when the transport fails or times out.
+  void finish();
+
+  int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  /// Buckets whose sum started during the last armed backward (before finish()): the overlap achieved.
+  int64_t started_during_backward() const { return started_early_; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into params_
+    std::vector<int64_t> offsets;  // element offset of each in buffer
+    Tensor buffer;
+    int64_t pending = 0;
+    bool started = false;
+  };
+  void on_ready(size_t i);
+  void start_ready_buckets();
+  void start(Bucket& b);
+
+  std::vector<Variable> params_;
+  std::vector<size_t> bucket_of_;
+  std::vector<char> ready_, seen_, unused_;
+  std::vector<Bucket> buckets_;
+  std::shared_ptr<Communicator> comm_;
+  size_t next_start_ = 0;
+  bool armed_ = false, learned_unused_ = false;
+  int64_t started_early_ = 0;
+};
+
+}  // namespace bertrain
