@@ -134,6 +134,10 @@ def main():
                "peak_gflops": med([x["peak_gflops"] for x in b]),
                "bertrain_rss_mib": max(x["max_rss_mib"] for x in b), "torch_rss_mib": max(x["max_rss_mib"] for x in p),
                "bertrain_allocator_peak_mib": max(x["allocator_peak_mib"] for x in b),
+               "bertrain_step_parts_ms": {k: 1e3 * med([x[k + "_seconds_median"] for x in b])
+                                          for k in ("forward", "backward", "optimizer")},
+               "torch_step_parts_ms": {k: 1e3 * med([x[k + "_seconds_median"] for x in p])
+                                       for k in ("forward", "backward", "optimizer")},
                "torch_openblas_core": p[0].get("openblas_core"), "torch_environment": p[0].get("environment")}
         rows.append(row)
     with open(jsonl, "a") as out:
@@ -163,6 +167,11 @@ def main():
         print(f"{r['model']:6} {r['seq_len']:4d} {r['batch_size']:3d} {r['bertrain_seq_s']:14.2f} {r['torch_seq_s']:11.2f}"
               f" {r['ratio']:5.2f}x {100 * r['bertrain_mfu']:6.1f}% {pt_mfu} {r['bertrain_rss_mib']:10.0f}"
               f" {r['torch_rss_mib']:10.0f}")
+    print("step parts, median ms (forward / backward / clip + optimizer + zero_grad; bertrain LAMB, torch AdamW):")
+    for r in rows:
+        bp, tp = r["bertrain_step_parts_ms"], r["torch_step_parts_ms"]
+        print(f"  {r['model']:6} {r['seq_len']:4d}  bertrain {bp['forward']:8.1f} / {bp['backward']:8.1f} / "
+              f"{bp['optimizer']:7.1f}   torch {tp['forward']:8.1f} / {tp['backward']:8.1f} / {tp['optimizer']:7.1f}")
     print(f"JSON lines: {jsonl}")
 
 

@@ -240,31 +240,43 @@ def run_config(name, T, args):
     params = list(model.parameters())
     g = torch.Generator().manual_seed(args.seed)
     batches = [synthetic_batch(c, B, T, P, g) for _ in range(4)]
-    times, first, last = [], None, None
+    times, fwd, bwd, optim, first, last = [], [], [], [], None, None
     for s in range(args.warmup + args.steps):
         batch = batches[s % len(batches)]
         t0 = time.perf_counter()
         loss = model(*batch)
+        t1 = time.perf_counter()
         loss.backward()
         value = loss.item()
+        del loss
+        t2 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        del loss
-        dt = time.perf_counter() - t0
+        t3 = time.perf_counter()
         if not math.isfinite(value):
             raise SystemExit(f"bench_torch.py: {name} T={T}: non-finite loss at step {s}")
         first = value if first is None else first
         last = value
         if s >= args.warmup:
-            times.append(dt)
+            times.append(t3 - t0)
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+            optim.append(t3 - t2)
+
+    def med(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+    median = med(times)
     times.sort()
     n = len(times)
-    median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
     nparams = sum(p.numel() for p in params)
     return dict(model=name, seq_len=T, batch_size=B, max_predictions_per_seq=P, params=nparams,
                 flops_per_step=training_flops(c, B, T, P), step_seconds_median=median,
                 step_seconds_mean=sum(times) / n, step_seconds_min=times[0], step_seconds_max=times[-1],
+                forward_seconds_median=med(fwd), backward_seconds_median=med(bwd), optimizer_seconds_median=med(optim),
                 loss_first=first, loss_last=last)
 
 
@@ -308,7 +320,10 @@ def main():
             print(f"{name:6} {T:4d} {r['batch_size']:3d} {r['max_predictions_per_seq']:3d} {r['params'] / 1e6:8.2f} "
                   f"{r['flops_per_step'] / 1e9:10.1f} {r['step_seconds_median'] * 1e3:9.1f} {seq_s:8.2f} "
                   f"{seq_s * T:10.0f} {gflops:8.1f} {(f'{100 * mfu:5.1f}%') if mfu is not None else '   n/a':>6} "
-                  f"{rss:9.0f}", flush=True)
+                  f"{rss:9.0f}")
+            print(f"       step parts (medians): forward {r['forward_seconds_median'] * 1e3:.1f} ms, backward "
+                  f"{r['backward_seconds_median'] * 1e3:.1f} ms, clip_grad_norm_ + AdamW + zero_grad "
+                  f"{r['optimizer_seconds_median'] * 1e3:.1f} ms", flush=True)
             if args.json_out:
                 r.update(bench="train", framework="torch", torch_version=torch.__version__, optimizer="AdamW",
                          threads=torch.get_num_threads(), warmup=args.warmup, steps=args.steps,

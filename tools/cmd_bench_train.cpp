@@ -167,6 +167,7 @@ struct Result {
   double params = 0;
   FlopCount flops;
   double step_median = 0, step_mean = 0, step_min = 0, step_max = 0;
+  double forward_median = 0, backward_median = 0, optimizer_median = 0;  // the parts of a step, each a median
   double loss_first = 0, loss_last = 0;
   double rss_mib = 0, alloc_peak_mib = 0;
 };
@@ -191,32 +192,46 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   for (int i = 0; i < 4; ++i) batches.push_back(synthetic_batch(c, r.B, r.T, r.P, data_rng));
 
   CachingAllocator::instance().reset_peak();
-  std::vector<double> times;
+  std::vector<double> times, fwd, bwd, optim;
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   for (int s = 0; s < f.warmup + f.steps; ++s) {
     Batch& b = batches[s % batches.size()];
     b.in.first_sample = s * r.B;
     b.in.dropout_seed = f.seed;
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     PretrainingOutput out = model.forward(b.in, b.targets);
+    const auto t1 = Clock::now();
     out.loss.backward();
     const double loss = out.loss.item();
+    out = PretrainingOutput{};  // the graph is freed inside the timed step, as in the trainer's loop
+    const auto t2 = Clock::now();
     (void)clip_grad_norm(params, 1.0);  // as the trainer: clip_grad_norm 1.0 before the optimizer
     opt.step(1e-4);
     opt.zero_grad();
-    out = PretrainingOutput{};  // the graph is freed inside the timed step, as in the trainer's loop
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t3 = Clock::now();
     BERTRAIN_CHECK(std::isfinite(loss), "bench train: ", model_name, " T=", T, ": non-finite loss at step ", s);
     if (s == 0) r.loss_first = loss;
     r.loss_last = loss;
-    if (s >= f.warmup) times.push_back(dt);
+    if (s >= f.warmup) {
+      times.push_back(secs(t0, t3));
+      fwd.push_back(secs(t0, t1));
+      bwd.push_back(secs(t1, t2));
+      optim.push_back(secs(t2, t3));
+    }
   }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  r.step_median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  r.step_mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(n);
-  r.step_min = sorted.front();
-  r.step_max = sorted.back();
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  r.forward_median = median(fwd);
+  r.backward_median = median(bwd);
+  r.optimizer_median = median(optim);
+  r.step_median = median(times);
+  r.step_mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
+  r.step_min = *std::min_element(times.begin(), times.end());
+  r.step_max = *std::max_element(times.begin(), times.end());
   r.rss_mib = max_rss_mib();
   r.alloc_peak_mib = static_cast<double>(CachingAllocator::instance().stats().peak_bytes_in_use) / (1 << 20);
   return r;
@@ -273,6 +288,8 @@ int run_train_bench(const TrainBenchFlags& f) {
       std::printf("%-6s %4ld %3ld %3ld %8.2f %10.1f %9.1f %8.2f %10.0f %8.1f %5.1f%% %9.0f %10.0f\n", shown.c_str(),
                   (long)r.T, (long)r.B, (long)r.P, r.params / 1e6, r.flops.total() / 1e9, r.step_median * 1e3, seq_s,
                   seq_s * static_cast<double>(r.T), gflops, 100.0 * mfu, r.rss_mib, r.alloc_peak_mib);
+      std::printf("       step parts (medians): forward %.1f ms, backward %.1f ms, clip + LAMB + zero_grad %.1f ms\n",
+                  r.forward_median * 1e3, r.backward_median * 1e3, r.optimizer_median * 1e3);
       std::fflush(stdout);
       if (json.is_open()) {
         nlohmann::json j{{"bench", "train"}, {"framework", "bertrain"}, {"model", name}, {"seq_len", r.T},
@@ -282,7 +299,9 @@ int run_train_bench(const TrainBenchFlags& f) {
                          {"flops_attention", r.flops.attention}, {"flops_mlm_head", r.flops.mlm_head},
                          {"flops_pooler_nsp", r.flops.pooler_nsp}, {"step_seconds_median", r.step_median},
                          {"step_seconds_mean", r.step_mean}, {"step_seconds_min", r.step_min},
-                         {"step_seconds_max", r.step_max}, {"sequences_per_second", seq_s},
+                         {"step_seconds_max", r.step_max}, {"forward_seconds_median", r.forward_median},
+                         {"backward_seconds_median", r.backward_median},
+                         {"optimizer_seconds_median", r.optimizer_median}, {"sequences_per_second", seq_s},
                          {"tokens_per_second", seq_s * static_cast<double>(r.T)}, {"gflops", gflops},
                          {"peak_gflops", peak.gflops}, {"peak_isa", peak.isa}, {"mfu", mfu},
                          {"max_rss_mib", r.rss_mib}, {"allocator_peak_mib", r.alloc_peak_mib},
