@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_REPORTED = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT",
@@ -32,13 +33,27 @@ def machine():
             "hypervisor": info.get("Hypervisor vendor", "")}
 
 
+def idle_fraction(seconds=0.5):
+    """Share of CPU time idle over `seconds` while none of our benchmarks runs: below ~0.9 another process competes
+    for the cores and the numbers of the next run are suspect."""
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v)  # idle + iowait, total
+    i0, t0 = snap()
+    time.sleep(seconds)
+    i1, t1 = snap()
+    return (i1 - i0) / max(1, t1 - t0)
+
+
 def run_one(cmd, env, jsonl):
     """Runs one benchmark process that appends one JSON line to `jsonl`; returns that record."""
     before = 0
     if os.path.exists(jsonl):
         with open(jsonl) as f:
             before = sum(1 for _ in f)
-    print("+ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
+    idle = idle_fraction()
+    print(f"+ [machine idle {100 * idle:.0f}%] " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stdout + p.stderr)
@@ -49,6 +64,7 @@ def run_one(cmd, env, jsonl):
         raise SystemExit(f"bench_compare.py: expected one new JSON line from {cmd[0]}, got {len(lines) - before}")
     rec = json.loads(lines[-1])
     rec["stdout_head"] = p.stdout.splitlines()[:4]
+    rec["machine_idle_before"] = idle
     return rec
 
 
@@ -138,6 +154,7 @@ def main():
                                           for k in ("forward", "backward", "optimizer")},
                "torch_step_parts_ms": {k: 1e3 * med([x[k + "_seconds_median"] for x in p])
                                        for k in ("forward", "backward", "optimizer")},
+               "min_machine_idle_before": min(x["machine_idle_before"] for x in b + p),
                "torch_openblas_core": p[0].get("openblas_core"), "torch_environment": p[0].get("environment")}
         rows.append(row)
     with open(jsonl, "a") as out:
@@ -172,6 +189,10 @@ def main():
         bp, tp = r["bertrain_step_parts_ms"], r["torch_step_parts_ms"]
         print(f"  {r['model']:6} {r['seq_len']:4d}  bertrain {bp['forward']:8.1f} / {bp['backward']:8.1f} / "
               f"{bp['optimizer']:7.1f}   torch {tp['forward']:8.1f} / {tp['backward']:8.1f} / {tp['optimizer']:7.1f}")
+    busy = [r for r in rows if r["min_machine_idle_before"] < 0.9]
+    if busy:
+        print("WARNING: another process used the cores before some runs (idle < 90%): "
+              + ", ".join(f"{r['model']} {r['seq_len']} ({100 * r['min_machine_idle_before']:.0f}% idle)" for r in busy))
     print(f"JSON lines: {jsonl}")
 
 
