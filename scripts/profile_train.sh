@@ -18,3 +18,5 @@ perf report -i "$out/perf.data" --no-children --sort sym --stdio -g caller,0.5,c
 echo "== by DSO"; grep -v '^#' "$out/by_dso.txt" | head -15
 echo "== by symbol"; grep -v '^#' "$out/by_symbol.txt" | head -40
 echo "(full reports in $out)"
+echo "== grouped (scripts/profile_summary.py)"
+/usr/bin/python3 "$repo/scripts/profile_summary.py" "$out/perf.data" | tee "$out/summary.txt"
