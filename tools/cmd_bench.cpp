@@ -1,5 +1,6 @@
-// cmd_bench.cpp: `bertrain bench ops`: matmul through bertrain next to oneDNN's primitive called directly,
-// and layer_norm / softmax / gelu forward+backward throughput next to a triad bandwidth measured in the same run.
+// cmd_bench.cpp: `bertrain bench <name>`, the parent of every benchmark in bench_registry() (ops, optim, peak,
+// tokenizer, train), and `bench ops`: matmul through bertrain next to oneDNN's primitive called directly, and
+// layer_norm / softmax / gelu forward+backward throughput next to a triad bandwidth measured in the same run.
 #include <omp.h>
 
 #include <cstdio>
@@ -13,6 +14,11 @@
 #include "commands.h"
 
 namespace bertrain::cli {
+
+std::vector<BenchCommand>& bench_registry() {
+  static std::vector<BenchCommand> r;
+  return r;
+}
 
 double triad_bandwidth_gbs(long n) {
   std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
@@ -121,10 +127,25 @@ int run_ops() {
   return 0;
 }
 
-Registrar reg{{"bench", "benchmarks: `bench ops` (matmul, layer_norm, softmax, gelu)", [](CLI::App& sub) {
+BenchRegistrar ops_reg{{"ops", "matmul GFLOP/s next to oneDNN; elementwise GB/s next to triad", [](CLI::App&) {
+                          return std::function<int()>([] { return run_ops(); });
+                        }}};
+
+Registrar reg{{"bench", "benchmarks: bench ops | optim | peak | tokenizer | train", [](CLI::App& sub) {
                  sub.require_subcommand(1);
-                 auto* ops = sub.add_subcommand("ops", "matmul GFLOP/s next to oneDNN; elementwise GB/s next to triad");
-                 return std::function<int()>([ops] { return ops->parsed() ? run_ops() : 1; });
+                 auto& benches = bench_registry();
+                 std::sort(benches.begin(), benches.end(),
+                           [](const BenchCommand& a, const BenchCommand& b) { return a.name < b.name; });
+                 auto runners = std::make_shared<std::vector<std::pair<CLI::App*, std::function<int()>>>>();
+                 for (auto& b : benches) {
+                   CLI::App* s = sub.add_subcommand(b.name, b.help);
+                   runners->emplace_back(s, b.setup(*s));
+                 }
+                 return std::function<int()>([runners] {
+                   for (auto& [s, run] : *runners)
+                     if (s->parsed()) return run();
+                   return 1;
+                 });
                }}};
 
 }  // namespace

@@ -1,4 +1,4 @@
-// cmd_bench_optim.cpp: `bertrain bench-optim`: LAMB and AdamW step time over BERT-base's 110 M parameters next to
+// cmd_bench_optim.cpp: `bertrain bench optim`: LAMB and AdamW step time over BERT-base's 110 M parameters next to
 // the memory-bandwidth bound (bytes the step must move / STREAM-style triad bandwidth measured in the same run).
 #include <omp.h>
 
@@ -15,6 +15,7 @@
 #include "bertrain/optim/adamw.h"
 #include "bertrain/optim/clip.h"
 #include "bertrain/optim/lamb.h"
+#include "bench_util.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -184,7 +185,7 @@ int run_bench(int iters, int64_t triad_mb) {
   return 0;
 }
 
-Registrar reg{{"bench-optim",
+BenchRegistrar reg{{"optim",
                "time LAMB and AdamW steps over BERT-base's parameters against the memory-bandwidth bound",
                [](CLI::App& sub) {
                  auto iters = std::make_shared<int>(5);

@@ -1,4 +1,4 @@
-// cmd_bench_tokenizer.cpp: `bertrain bench-tokenizer`: single-thread tokenizer throughput (MB/s of UTF-8 input)
+// cmd_bench_tokenizer.cpp: `bertrain bench tokenizer`: single-thread tokenizer throughput (MB/s of UTF-8 input)
 // of FullTokenizer::encode (or the sentencepiece tokenizer) over every line of a file.
 #include <time.h>
 
@@ -12,6 +12,7 @@
 #include "bertrain/data/sentencepiece_tokenizer.h"
 #include "bertrain/data/tokenizer.h"
 #include "bertrain/data/utf8.h"
+#include "bench_util.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -24,10 +25,10 @@ struct BenchFlags {
 
 int run_bench(const BenchFlags& f) {
   BERTRAIN_CHECK(f.vocab_file.empty() != f.spm_model_file.empty(),
-                 "bench-tokenizer: give exactly one of --vocab_file and --spm_model_file");
+                 "bench tokenizer: give exactly one of --vocab_file and --spm_model_file");
   const bool lower = parse_bool_flag("do_lower_case", f.do_lower_case);
   std::ifstream in(f.input_file, std::ios::binary);
-  BERTRAIN_CHECK(in.good(), "bench-tokenizer: input file '", f.input_file, "': cannot open");
+  BERTRAIN_CHECK(in.good(), "bench tokenizer: input file '", f.input_file, "': cannot open");
   std::ostringstream buf;
   buf << in.rdbuf();
   const std::string text = buf.str();
@@ -68,7 +69,7 @@ int run_bench(const BenchFlags& f) {
     best_cpu = std::min(best_cpu, thread_cpu_seconds() - c0);
   }
   const double mb = static_cast<double>(text.size()) / 1e6;
-  std::printf("bench-tokenizer: %s, do_lower_case=%s, %zu lines (%zu skipped as non-UTF-8), %.1f MB, %zu tokens\n",
+  std::printf("bench tokenizer: %s, do_lower_case=%s, %zu lines (%zu skipped as non-UTF-8), %.1f MB, %zu tokens\n",
               bert ? "BERT WordPiece" : "sentencepiece", lower ? "true" : "false", lines.size(), skipped, mb, tokens);
   std::printf("single thread: %.3f s wall, %.1f MB/s, %.2f M tokens/s (best of %d)\n", best, mb / best,
               static_cast<double>(tokens) / best / 1e6, std::max(1, f.repeat));
@@ -77,7 +78,7 @@ int run_bench(const BenchFlags& f) {
   return 0;
 }
 
-Registrar reg{{"bench-tokenizer", "single-thread tokenizer throughput (MB/s) on a text file", [](CLI::App& sub) {
+BenchRegistrar reg{{"tokenizer", "single-thread tokenizer throughput (MB/s) on a text file", [](CLI::App& sub) {
                  auto f = std::make_shared<BenchFlags>();
                  sub.add_option("--vocab_file", f->vocab_file, "BERT vocab.txt");
                  sub.add_option("--spm_model_file", f->spm_model_file, "sentencepiece .model");
