@@ -13,6 +13,7 @@
 #include "bertrain/data/sentencepiece_tokenizer.h"
 #include "bertrain/data/tokenizer.h"
 #include "bertrain/data/utf8.h"
+#include "test_util.h"
 
 using namespace bertrain;
 namespace fs = std::filesystem;
@@ -20,29 +21,15 @@ using Tokens = std::vector<std::string>;
 
 namespace {
 
+using bertrain::test::read_file;
+using bertrain::test::split_lines;
+using bertrain::test::temp_dir;
+using bertrain::test::write_file;
+
 const std::string kSourceDir = BERTRAIN_SOURCE_DIR;
 const std::string kBinary = std::string(BERTRAIN_BINARY_DIR) + "/bertrain";
 const std::string kSample = std::string(BERTRAIN_SOURCE_DIR) + "/data/gutenberg/sample_small.txt";
 const std::string kUncasedVocab = kSourceDir + "/data/vocab/bert-base-uncased-vocab.txt";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
 
 std::string run(const std::string& cmd, int* status) {
   FILE* p = ::popen(cmd.c_str(), "r");

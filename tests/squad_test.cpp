@@ -16,6 +16,7 @@
 #include "bertrain/data/squad.h"
 #include "bertrain/data/squad_evaluate.h"
 #include "bertrain/data/tokenizer.h"
+#include "test_util.h"
 
 using namespace bertrain;
 using namespace bertrain::squad;
@@ -23,6 +24,11 @@ namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
 
 namespace {
+
+using bertrain::test::read_file;
+using bertrain::test::split_lines;
+using bertrain::test::temp_dir;
+using bertrain::test::write_file;
 
 const std::string kSourceDir = BERTRAIN_SOURCE_DIR;
 const std::string kBinaryDir = BERTRAIN_BINARY_DIR;
@@ -40,17 +46,6 @@ void expect_error(F&& fn, std::initializer_list<std::string> parts) {
   } catch (const Error& e) {
     for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << " lacks " << p;
   }
-}
-
-fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("bertrain_squad_test_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out << bytes;
 }
 
 std::string read_file(const fs::path& p) {
@@ -624,7 +619,7 @@ TEST(SquadPredict, JsonFilesAsPythonWritesThem) {
   C25Setup s;
   s.start[2][6] = 5.f;
   s.end[2][7] = 5.f;
-  const fs::path dir = temp_dir() / "pred";
+  const fs::path dir = temp_dir("squad_test") / "pred";
   SquadPredictOptions o;
   const SquadPredictions w = write_predictions(s.examples, s.features, s.start, s.end, o, dir.string());
   EXPECT_EQ(read_file(dir / "predictions.json"), "{\n    \"p1\": \"gallon of\"\n}\n");
@@ -787,7 +782,7 @@ TEST(SquadEvaluateCli, V1CopyOfTheFirstGoldAnswerScores100) {
     preds += (i ? ", " : "") + obj;
   }
   preds += "}";
-  const fs::path dir = temp_dir();
+  const fs::path dir = temp_dir("squad_test");
   write_file(dir / "pred_v1.json", preds);
   int status = -1;
   const std::string out = run(kBinaryDir + "/bertrain squad-evaluate --data_file " + kDevV1 + " --prediction_file " +
@@ -813,7 +808,7 @@ TEST(SquadEvaluateCli, V2EmptyPredictionsScoreTheNoAnswerShare) {
   }
   preds += "}";
   odds += "}";
-  const fs::path dir = temp_dir();
+  const fs::path dir = temp_dir("squad_test");
   write_file(dir / "pred_v2.json", preds);
   write_file(dir / "odds_v2.json", odds);
   // 10346 questions, 5170 answerable (none whose answers all normalize to ""), 5176 not. Predicting "" everywhere

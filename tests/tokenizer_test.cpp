@@ -12,6 +12,7 @@
 #include "bertrain/data/tokenizer.h"
 #include "bertrain/data/utf8.h"
 #include "bertrain/data/vocab.h"
+#include "test_util.h"
 
 using namespace bertrain;
 namespace fs = std::filesystem;
@@ -19,29 +20,14 @@ using Tokens = std::vector<std::string>;
 
 namespace {
 
+using bertrain::test::read_file;
+using bertrain::test::split_lines;
+using bertrain::test::temp_dir;
+using bertrain::test::write_file;
+
 const std::string kSourceDir = BERTRAIN_SOURCE_DIR;
 const std::string kUncasedVocab = kSourceDir + "/data/vocab/bert-base-uncased-vocab.txt";
 const std::string kCasedVocab = kSourceDir + "/data/vocab/bert-base-cased-vocab.txt";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
 
 std::string join(const Tokens& t) {
   std::string s;
@@ -50,17 +36,6 @@ std::string join(const Tokens& t) {
     s += t[i];
   }
   return s;
-}
-
-fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("bertrain_tokenizer_test_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out << bytes;
 }
 
 // Expects `fn` to throw bertrain::Error whose message contains every one of `parts`.
@@ -271,7 +246,7 @@ TEST(FullTokenizer, MatchesPythonReferenceOnSampleCorpus) {
 // contexts the tokenizer cares about. Needs /usr/bin/python3 (installed by scripts/setup.sh).
 TEST(BasicTokenizer, MatchesPythonUnicodeDatabaseOnAllCodePoints) {
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not installed";
-  const fs::path dir = temp_dir();
+  const fs::path dir = temp_dir("tokenizer_test");
   const std::string script = kSourceDir + "/scripts/bert_tokenizer_ref.py";
   int st = 0;
   run("/usr/bin/python3 " + script + " unicode-stress > " + (dir / "stress.txt").string(), &st);
@@ -321,7 +296,7 @@ TEST(Vocab, LoadsReleasedVocabs) {
 }
 
 TEST(Vocab, ValidationErrorsNameFileAndLine) {
-  const fs::path dir = temp_dir();
+  const fs::path dir = temp_dir("tokenizer_test");
   expect_error([&] { Vocab::load((dir / "missing.txt").string()); }, {"missing.txt", "cannot open"});
   write_file(dir / "empty.txt", "");
   expect_error([&] { Vocab::load((dir / "empty.txt").string()); }, {"empty.txt", "empty"});
@@ -336,7 +311,7 @@ TEST(Vocab, ValidationErrorsNameFileAndLine) {
 }
 
 TEST(Vocab, StripsLikePythonAndKeepsIds) {
-  const fs::path dir = temp_dir();
+  const fs::path dir = temp_dir("tokenizer_test");
   // CRLF endings, a trailing no-newline line, U+00A0 around a token (Python's strip() removes it), a blank line.
   write_file(dir / "v.txt", "[PAD]\r\n[UNK]\r\n\u00A0x\u00A0\n\ny");
   const Vocab v = Vocab::load((dir / "v.txt").string());
