@@ -4,6 +4,7 @@
 
 #include "bertrain/core/rng.h"
 #include "bertrain/ops/ops.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/reduce.h"
 #include "kernels/vmath.h"
 #include "ops/op_util.h"
@@ -224,27 +225,15 @@ Variable dropout(const Variable& x, double p, bool training, const DropoutKey& k
   detail::check_float("dropout", xv);
   BERTRAIN_CHECK(xv.dim() >= 1, "dropout: input ", xv.shape().str(), " needs a sample axis");
   const int64_t n = xv.numel(), rows = xv.size(0), per_row = rows ? n / rows : 0;
-  BERTRAIN_CHECK(per_row < (int64_t{1} << 34), "dropout: ", per_row, " elements per sample exceed the key space");
+  BERTRAIN_CHECK(per_row < (int64_t{1} << 35), "dropout: ", per_row, " elements per sample exceed the key space");
   Tensor keep = Tensor::empty(xv.shape(), DType::i8);
   Tensor y = Tensor::empty(xv.shape(), xv.dtype());
-  int8_t* k = keep.data<int8_t>();
-  const float pf = static_cast<float>(p);
+  uint8_t* k = reinterpret_cast<uint8_t*>(keep.data<int8_t>());
   const double sc = 1.0 / (1.0 - p);
-#pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t base = static_cast<uint64_t>(key.first_row + r) << 32;
-    for (int64_t j = 0; j < per_row; j += 4) {
-      auto w = philox_keyed(key.seed, key.stream, base + static_cast<uint64_t>(j / 4));
-      for (int64_t q = 0; q < 4 && j + q < per_row; ++q) k[r * per_row + j + q] = u32_to_unit_float(w[q]) >= pf;
-    }
-  }
-  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "dropout", {
-    const T* xs = xv.data<T>();
-    T* o = y.data<T>();
-    const T s = static_cast<T>(sc);
-_Pragma("omp parallel for simd if (n > 32768)")
-    for (int64_t i = 0; i < n; ++i) o[i] = k[i] ? xs[i] * s : T(0);
-  });
+  const uint32_t thr = kernels::dropout_threshold16(p);
+  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "dropout",
+                          kernels::dropout_forward<T>(xv.data<T>(), y.data<T>(), k, rows, per_row, key.seed, key.stream,
+                                                      key.first_row, thr, static_cast<T>(sc)));
   return detail::record<DropoutOp>(y, {x}, {keep, sc});
 }
 

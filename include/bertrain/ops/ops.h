@@ -50,9 +50,11 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
 /// to every row of sample b (google-research/bert's (1 - attention_mask) * -10000). Not differentiable in mask.
 Variable softmax(const Variable& x, const Tensor& mask = Tensor());
 
-/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis) is
-/// dropped when a keyed Philox draw (seed, stream, (first_row + r) * 2^32 + j / 4) falls below p, so masks
-/// depend on the global sample index and the site, never on micro-batch split, rank or thread count.
+/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis; j the
+/// flat index within the row) is decided by 16 bits of the keyed Philox block (seed, stream,
+/// (first_row + r) * 2^32 + j / 8): word (j / 2) % 4, its low half for even j, high half for odd j. It is
+/// dropped when that 16-bit value is below round(p * 65536) (p to within 2^-17). So masks depend on the global
+/// sample index and the site, never on micro-batch split, rank or thread count.
 struct DropoutKey {
   uint64_t seed = 0;
   uint64_t stream = 0;    ///< one per dropout site (layer)
