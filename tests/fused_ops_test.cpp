@@ -1,5 +1,6 @@
-// fused_ops_test.cpp: the vectorised Philox against core's scalar one, the documented dropout draw mapping, and
-// thread-count independence of the dropout kernels.
+// fused_ops_test.cpp: the fused kernels against the plain ops they replace (values and gradients, f64 and f32),
+// the vectorised Philox against core's scalar one, the documented dropout draw mapping, and thread-count
+// independence of the fused ops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,33 @@
 using namespace bertrain;
 
 namespace {
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(a.get(i) - b.get(i)));
+  return m;
+}
+
+Tensor padding_mask(int64_t b, int64_t t, DType dt) {
+  Tensor m = Tensor::zeros({b, t}, dt);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = t - i; j < t; ++j) m.set(i * t + j, -10000.0);  // sample i has i padded positions
+  return m;
+}
+
+// The composition BertLayer used before the fused op: permute to (B, NH, T, HS), bmm, scale, softmax, dropout,
+// bmm, permute back.
+Variable attention_unfused(const Variable& q, const Variable& k, const Variable& v, int64_t nh, const Tensor& mask,
+                           double sc, double p, const DropoutKey& key) {
+  auto heads = [&](const Variable& y) {
+    return permute(reshape(y, {y.size(0), y.size(1), nh, y.size(2) / nh}), {0, 2, 1, 3});
+  };
+  Variable s = scale(bmm(heads(q), heads(k), false, true), sc);
+  Variable pr = dropout(softmax(s, mask), p, true, key);
+  Variable ctx = permute(bmm(pr, heads(v)), {0, 2, 1, 3});
+  return reshape(ctx, {q.size(0), q.size(1), q.size(2)});
+}
 
 }  // namespace
 
@@ -55,6 +83,60 @@ TEST(Dropout, KeepRateIsOneMinusP) {
   }
 }
 
+// The fused attention gives the unfused chain's values and gradients: f64 to rounding, f32 within 1e-5, with the
+// same dropout masks, with and without a padding mask, and for TQ != TK.
+TEST(Attention, MatchesUnfusedCompositionWithDropout) {
+  struct Case {
+    int64_t b, tq, tk, nh, hs;
+    bool mask;
+    double p;
+  };
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (const Case& c : {Case{2, 5, 5, 2, 3, true, 0.3}, Case{3, 4, 7, 3, 2, false, 0.0},
+                          Case{2, 16, 16, 4, 8, true, 0.1}, Case{1, 3, 9, 1, 4, false, 0.5}}) {
+      Rng rng(42);
+      const int64_t h = c.nh * c.hs;
+      Tensor qt = Tensor::uniform({c.b, c.tq, h}, -1, 1, rng, dt), kt = Tensor::uniform({c.b, c.tk, h}, -1, 1, rng, dt),
+             vt = Tensor::uniform({c.b, c.tk, h}, -1, 1, rng, dt), r = Tensor::uniform({c.b, c.tq, h}, -1, 1, rng, dt);
+      Tensor mask = c.mask ? padding_mask(c.b, c.tk, dt) : Tensor();
+      const DropoutKey key{11, 1000, 40};
+      const double sc = 1.0 / std::sqrt(static_cast<double>(c.hs));
+      auto run = [&](bool fused) {
+        Variable q(qt, true), k(kt, true), v(vt, true);
+        Variable y = fused ? attention(q, k, v, c.nh, mask, sc, c.p, true, key)
+                           : attention_unfused(q, k, v, c.nh, mask, sc, c.p, key);
+        sum(mul(y, Variable(r))).backward();
+        return std::vector<Tensor>{y.value(), q.grad(), k.grad(), v.grad()};
+      };
+      auto f = run(true), u = run(false);
+      const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+      for (size_t i = 0; i < f.size(); ++i)
+        EXPECT_LE(max_abs_diff(f[i], u[i]), tol) << "tensor " << i << " dtype " << dtype_name(dt) << " b " << c.b;
+    }
+  }
+}
+
+TEST(Attention, EvalModeAndPZeroAreDropoutFree) {
+  Rng rng(3);
+  Tensor qt = Tensor::uniform({2, 6, 8}, -1, 1, rng);
+  Variable q(qt), k(Tensor::uniform({2, 6, 8}, -1, 1, rng)), v(Tensor::uniform({2, 6, 8}, -1, 1, rng));
+  Tensor a = attention(q, k, v, 2, Tensor(), 0.5, 0.3, false, DropoutKey{}).value();
+  Tensor b = attention(q, k, v, 2, Tensor(), 0.5, 0.0, true, DropoutKey{}).value();
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0);
+}
+
+TEST(Attention, MisuseNamesTheShapes) {
+  Variable q(Tensor::zeros({2, 4, 6})), k(Tensor::zeros({2, 5, 6})), bad(Tensor::zeros({2, 5, 4}));
+  try {
+    attention(q, k, bad, 2, Tensor(), 1.0, 0.0, false, DropoutKey{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(2, 5, 4)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(attention(q, k, k, 4, Tensor(), 1.0, 0.0, false, DropoutKey{}), Error);  // 6 % 4 != 0
+  EXPECT_THROW(attention(q, k, k, 2, Tensor::zeros({2, 4}), 1.0, 0.0, false, DropoutKey{}), Error);
+}
+
 // Fused ops reduce in a fixed order and key their masks by sample: 1 and 2 threads agree bit for bit.
 TEST(Fused, ResultsDoNotDependOnThreadCount) {
   auto run = [](int threads) {
@@ -62,11 +144,11 @@ TEST(Fused, ResultsDoNotDependOnThreadCount) {
     Rng rng(5);
     Variable q(Tensor::uniform({8, 64, 32}, -1, 1, rng), true), k(Tensor::uniform({8, 64, 32}, -1, 1, rng), true),
         v(Tensor::uniform({8, 64, 32}, -1, 1, rng), true);
-    Variable y = dropout(q, 0.2, true, DropoutKey{4, 5, 6});
-    y = dropout(add(y, k), 0.3, true, DropoutKey{7, 8, 9});
+    Variable y = attention(q, k, v, 4, padding_mask(8, 64, DType::f32), 0.35, 0.1, true, DropoutKey{1, 2, 3});
+    y = dropout(y, 0.2, true, DropoutKey{4, 5, 6});
     Variable loss = sum(mul(y, Variable(Tensor::uniform({8, 64, 32}, -1, 1, rng))));
     loss.backward();
-    return std::vector<Tensor>{loss.value(), q.grad(), k.grad()};
+    return std::vector<Tensor>{loss.value(), q.grad(), k.grad(), v.grad()};
   };
   const int saved = num_threads();
   auto one = run(1), two = run(2);

@@ -104,12 +104,11 @@ BertLayer::BertLayer(const BertConfig& c, int i, Rng& rng, DType dt) : c_(c) {
 }
 
 Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInputs& in) const {
-  const int64_t b = x.size(0), t = x.size(1), nh = c_.num_attention_heads, hs = c_.head_size();
-  auto heads = [&](const Variable& y) { return permute(reshape(y, {b, t, nh, hs}), {0, 2, 1, 3}); };  // (B,NH,T,HS)
-  Variable q = heads(query_->forward(x)), k = heads(key_->forward(x)), v = heads(value_->forward(x));
-  Variable scores = scale(bmm(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(hs)));  // (B, NH, T, T)
-  Variable probs = probs_dropout_->forward(softmax(scores, mask), in.dropout_seed, in.first_sample);
-  Variable ctx = reshape(permute(bmm(probs, v), {0, 2, 1, 3}), {b, t, nh * hs});  // (B, T, H)
+  const int64_t nh = c_.num_attention_heads, hs = c_.head_size();
+  // Q, K, V and the context stay (B, T, H) = (B, T, NH, HS): the fused op reads the heads with strides.
+  Variable ctx = attention(query_->forward(x), key_->forward(x), value_->forward(x), nh, mask,
+                           1.0 / std::sqrt(static_cast<double>(hs)), probs_dropout_->p(),
+                           probs_dropout_->is_training(), probs_dropout_->key(in.dropout_seed, in.first_sample));
   Variable a = attn_dropout_->forward(attn_out_->forward(ctx), in.dropout_seed, in.first_sample);
   Variable h1 = attn_norm_->forward(add(a, x));
   Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (B, T, I)

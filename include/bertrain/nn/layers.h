@@ -52,6 +52,9 @@ class Dropout : public Module {
   Dropout(double p, uint64_t stream);
   /// x: (B, ...); first_row is the global sample index of x's row 0.
   Variable forward(const Variable& x, uint64_t seed, int64_t first_row) const;
+  double p() const { return p_; }
+  /// This site's key, for fused ops that apply the dropout themselves (attention).
+  DropoutKey key(uint64_t seed, int64_t first_row) const { return DropoutKey{seed, stream_, first_row}; }
 
  private:
   double p_;
