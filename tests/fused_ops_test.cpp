@@ -137,6 +137,31 @@ TEST(Attention, MisuseNamesTheShapes) {
   EXPECT_THROW(attention(q, k, k, 2, Tensor::zeros({2, 4}), 1.0, 0.0, false, DropoutKey{}), Error);
 }
 
+// The fused residual block end gives the unfused chain's values and gradients: bit for bit in f32 (the same
+// arithmetic in the same order) and in f64.
+TEST(DropoutAddLayerNorm, MatchesUnfusedChainBitForBit) {
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (double p : {0.0, 0.1, 0.6}) {
+      Rng rng(8);
+      Tensor xt = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt), rt = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt);
+      Tensor gt = Tensor::uniform({40}, 0.5, 1.5, rng, dt), bt = Tensor::uniform({40}, -0.5, 0.5, rng, dt);
+      Tensor w = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt);
+      const DropoutKey key{21, 1001, 17};
+      auto run = [&](bool fused) {
+        Variable x(xt, true), r(rt, true), g(gt, true), b(bt, true);
+        Variable y = fused ? dropout_add_layer_norm(x, r, g, b, 1e-12, p, true, key)
+                           : layer_norm(add(dropout(x, p, true, key), r), g, b, 1e-12);
+        sum(mul(y, Variable(w))).backward();
+        return std::vector<Tensor>{y.value(), x.grad(), r.grad(), g.grad(), b.grad()};
+      };
+      auto f = run(true), u = run(false);
+      for (size_t i = 0; i < f.size(); ++i)
+        EXPECT_EQ(std::memcmp(f[i].raw_data(), u[i].raw_data(), f[i].nbytes()), 0)
+            << "tensor " << i << " p " << p << " dtype " << dtype_name(dt);
+    }
+  }
+}
+
 // Fused ops reduce in a fixed order and key their masks by sample: 1 and 2 threads agree bit for bit.
 TEST(Fused, ResultsDoNotDependOnThreadCount) {
   auto run = [](int threads) {
@@ -146,6 +171,8 @@ TEST(Fused, ResultsDoNotDependOnThreadCount) {
         v(Tensor::uniform({8, 64, 32}, -1, 1, rng), true);
     Variable y = attention(q, k, v, 4, padding_mask(8, 64, DType::f32), 0.35, 0.1, true, DropoutKey{1, 2, 3});
     y = dropout(y, 0.2, true, DropoutKey{4, 5, 6});
+    y = dropout_add_layer_norm(y, q, Variable(Tensor::full({32}, 1.1)), Variable(Tensor::zeros({32})), 1e-12, 0.1,
+                               true, DropoutKey{7, 8, 9});
     Variable loss = sum(mul(y, Variable(Tensor::uniform({8, 64, 32}, -1, 1, rng))));
     loss.backward();
     return std::vector<Tensor>{loss.value(), q.grad(), k.grad(), v.grad()};

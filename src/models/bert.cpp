@@ -109,11 +109,10 @@ Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInp
   Variable ctx = attention(query_->forward(x), key_->forward(x), value_->forward(x), nh, mask,
                            1.0 / std::sqrt(static_cast<double>(hs)), probs_dropout_->p(),
                            probs_dropout_->is_training(), probs_dropout_->key(in.dropout_seed, in.first_sample));
-  Variable a = attn_dropout_->forward(attn_out_->forward(ctx), in.dropout_seed, in.first_sample);
-  Variable h1 = attn_norm_->forward(add(a, x));
+  // layer_norm(dropout(dense(.)) + residual), each fused into one op.
+  Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed, in.first_sample);
   Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (B, T, I)
-  Variable o = out_dropout_->forward(out_->forward(f), in.dropout_seed, in.first_sample);
-  return out_norm_->forward(add(o, h1));
+  return out_norm_->forward_residual(out_->forward(f), h1, *out_dropout_, in.dropout_seed, in.first_sample);
 }
 
 BertModel::BertModel(const BertConfig& c, Rng& rng, DType dt, bool add_pooler) : c_(c) {

@@ -55,7 +55,7 @@ Variable softmax(const Variable& x, const Tensor& mask = Tensor());
 /// (first_row + r) * 2^32 + j / 8): word (j / 2) % 4, its low half for even j, high half for odd j. It is
 /// dropped when that 16-bit value is below round(p * 65536) (p to within 2^-17). So masks depend on the global
 /// sample index and the site, never on micro-batch split, rank or thread count, and fused ops that apply
-/// dropout themselves (attention) draw exactly the masks this op would.
+/// dropout themselves (attention, dropout_add_layer_norm) draw exactly the masks this op would.
 struct DropoutKey {
   uint64_t seed = 0;
   uint64_t stream = 0;    ///< one per dropout site (layer)
@@ -63,6 +63,13 @@ struct DropoutKey {
 };
 /// Inverted dropout: kept values are scaled by 1 / (1 - p) in training; the identity when !training or p == 0.
 Variable dropout(const Variable& x, double p, bool training, const DropoutKey& key);
+
+/// The end of a post-LN residual block, fused: layer_norm(dropout(x, p, training, key) + residual, gamma, beta,
+/// eps) (BERT's BertSelfOutput / BertOutput; Vaswani et al. 2017, section 5.4, dropout before the residual add).
+/// x, residual: (B, ..., C) of one shape; gamma, beta: (C) -> (B, ..., C). Draws exactly the masks dropout(x, ...)
+/// would (keyed on x's first axis); the sum is never stored. Same arithmetic as the three ops in sequence.
+Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, const Variable& gamma,
+                                const Variable& beta, double eps, double p, bool training, const DropoutKey& key);
 
 /// Multi-head scaled dot-product attention (Vaswani et al. 2017, eq. 1) as BERT runs it, fused: for every
 /// sample b and head h, P = dropout(softmax(Q_bh K_bh^T * scale + mask_b)) and ctx_bh = P V_bh.
