@@ -83,6 +83,14 @@ std::vector<OpCase> cases() {
          return cross_entropy(x[0], ids({1, 4, -100, 0}, {4}), Tensor::from_vector({1, 0.5, 1, 2}, {4}, DType::f64),
                               3.5 + 1e-5);
        }},
+      // The logits feed two losses: the first backward writes the gradient over its saved probabilities, the
+      // second accumulates into it.
+      {"cross_entropy_twice",
+       {{3, 4}},
+       [](const V& x) {
+         Tensor lab = ids({3, 0, 2}, {3});
+         return add(cross_entropy(x[0], lab, Tensor(), 3.0), scale(cross_entropy(x[0], lab, Tensor(), 2.0), 0.5));
+       }},
       {"cross_entropy_unweighted",
        {{3, 4}},
        [](const V& x) { return cross_entropy(x[0], ids({3, 0, 2}, {3}), Tensor(), 3.0); }},
