@@ -183,3 +183,25 @@ TEST(Fused, ResultsDoNotDependOnThreadCount) {
   for (size_t i = 0; i < one.size(); ++i)
     EXPECT_EQ(std::memcmp(one[i].raw_data(), two[i].raw_data(), one[i].nbytes()), 0) << "tensor " << i;
 }
+
+// add / sub / mul walk the broadcast operand in runs (no division per element), in 8192-element blocks that
+// start mid-run: values and gradients equal the element-by-element definition.
+TEST(Elementwise, BroadcastRunsMatchTheDefinition) {
+  Rng rng(6);
+  for (auto [as, bs] : std::vector<std::pair<Shape, Shape>>{
+           {{9, 5000}, {5000}}, {{7, 3, 4097}, {3, 4097}}, {{7, 3, 4097}, {7, 3, 4097}}}) {
+    Tensor at = Tensor::uniform(as, -1, 1, rng), bt = Tensor::uniform(bs, -1, 1, rng);
+    const int64_t na = at.numel(), inner = bt.numel();
+    Variable a(at, true), b(bt, true);
+    Tensor y = add(a, b).value(), z = sub(a, b).value();
+    Variable m = mul(a, b);
+    sum(m).backward();
+    for (int64_t i = 0; i < na; ++i) {
+      const float av = at.data<float>()[i], bv = bt.data<float>()[i % inner];
+      ASSERT_EQ(y.data<float>()[i], av + bv) << i;
+      ASSERT_EQ(z.data<float>()[i], av - bv) << i;
+      ASSERT_EQ(m.value().data<float>()[i], av * bv) << i;
+      ASSERT_EQ(a.grad().data<float>()[i], bv) << i;
+    }
+  }
+}
