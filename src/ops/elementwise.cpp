@@ -178,7 +178,7 @@ inline T act_grad(Act k, T x) {
 struct ActOp {
   static constexpr const char* kName = "activation";
   struct Saved {
-    Tensor x_or_y;  // GELU: its derivative at x, computed by the forward; tanh: y; relu: x
+    Tensor x_or_y;  // y for tanh, x otherwise
     Act kind;
   };
   // GELU goes through libmvec's vector erfc / exp (kernels/vmath.h) in fixed chunks of kChunk elements,
@@ -198,37 +198,40 @@ struct ActOp {
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (T(1) + t[i]);
     }
   }
-  // GELU: y and, when `grad` is not null, the derivative at x, in the same pass over each chunk (backward then
-  // only multiplies: one erfc per element in all instead of two).
   template <class T>
-  static void fwd(Act k, const T* x, T* y, int64_t n, T* grad = nullptr) {
+  static void fwd(Act k, const T* x, T* y, int64_t n) {
     if (k == Act::gelu_erf || k == Act::gelu_tanh) {
       const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 1)
       for (int64_t c = 0; c < chunks; ++c) {
-        T t[kChunk], t2[kChunk];
+        T t[kChunk];
         const int64_t b = c * kChunk, e = std::min(n, b + kChunk);
         gelu_chunk<T>(k, x + b, y + b, e - b, t);
-        if (grad) gelu_grad_from_chunk<T>(k, x + b, grad + b, e - b, t, t2);
       }
       return;
     }
 #pragma omp parallel for simd if (n > 4096)
     for (int64_t i = 0; i < n; ++i) y[i] = act_fwd<T>(k, x[i]);
   }
-  // d/dx gelu: erf form Phi(x) + x phi(x); tanh form s + 2 x s (1 - s) du/dx with s = sigmoid(2u), from the
-  // erfc (erf form) or exp (tanh form) values t that gelu_chunk left behind, so the erfc is not computed twice.
+  // d/dx gelu: erf form Phi(x) + x phi(x); tanh form s + 2 x s (1 - s) du/dx with s = sigmoid(2u).
   template <class T>
-  static void gelu_grad_from_chunk(Act k, const T* x, T* g, int64_t n, const T* t, T* t2) {
+  static void gelu_grad_chunk(Act k, const T* x, T* g, int64_t n, T* t1, T* t2) {
+    constexpr T kInvSqrt2 = static_cast<T>(0.70710678118654752440);
     constexpr T kInvSqrt2Pi = static_cast<T>(0.39894228040143267794);
     constexpr T kSqrt2OverPi = static_cast<T>(0.79788456080286535588);
     if (k == Act::gelu_erf) {
-      for (int64_t i = 0; i < n; ++i) t2[i] = T(-0.5) * x[i] * x[i];
-      kernels::vexp(t2, t2, n);
-      for (int64_t i = 0; i < n; ++i) g[i] = T(0.5) * t[i] + x[i] * kInvSqrt2Pi * t2[i];
-    } else {
       for (int64_t i = 0; i < n; ++i) {
-        const T s = T(1) / (T(1) + t[i]);
+        t1[i] = -x[i] * kInvSqrt2;
+        t2[i] = T(-0.5) * x[i] * x[i];
+      }
+      kernels::verfc(t1, t1, n);
+      kernels::vexp(t2, t2, n);
+      for (int64_t i = 0; i < n; ++i) g[i] = T(0.5) * t1[i] + x[i] * kInvSqrt2Pi * t2[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) t1[i] = T(-2) * kSqrt2OverPi * (x[i] + T(0.044715) * x[i] * x[i] * x[i]);
+      kernels::vexp(t1, t1, n);
+      for (int64_t i = 0; i < n; ++i) {
+        const T s = T(1) / (T(1) + t1[i]);
         const T du = kSqrt2OverPi * (T(1) + T(3) * T(0.044715) * x[i] * x[i]);
         g[i] = s + T(2) * x[i] * s * (T(1) - s) * du;
       }
@@ -243,9 +246,15 @@ struct ActOp {
     T* o = dx.data<T>();
     const bool acc = g.accumulate;
     const Act k = sv.kind;
-    if (k == Act::gelu_erf || k == Act::gelu_tanh) {  // s holds gelu'(x) from the forward
-#pragma omp parallel for simd if (n > kParallelMin)
-      for (int64_t i = 0; i < n; ++i) o[i] = acc ? o[i] + d[i] * s[i] : d[i] * s[i];
+    if (k == Act::gelu_erf || k == Act::gelu_tanh) {
+      const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+      for (int64_t c = 0; c < chunks; ++c) {
+        T t1[kChunk], t2[kChunk], gr[kChunk];
+        const int64_t b = c * kChunk, e = std::min(n, b + kChunk);
+        gelu_grad_chunk<T>(k, s + b, gr, e - b, t1, t2);
+        for (int64_t i = b; i < e; ++i) o[i] = acc ? o[i] + d[i] * gr[i - b] : d[i] * gr[i - b];
+      }
       return;
     }
 #pragma omp parallel for simd if (n > 4096)
@@ -274,13 +283,8 @@ Variable activation(const Variable& x) {
   const Tensor& xv = x.value();
   detail::check_float(NamedAct<K>::kName, xv);
   Tensor y = Tensor::empty(xv.shape(), xv.dtype());
-  constexpr bool kGelu = K == Act::gelu_erf || K == Act::gelu_tanh;
-  const bool rec = grad_mode_enabled() && x.requires_grad();
-  Tensor grad = kGelu && rec ? Tensor::empty(xv.shape(), xv.dtype()) : Tensor();
-  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), NamedAct<K>::kName,
-                          ActOp::fwd<T>(K, xv.data<T>(), y.data<T>(), xv.numel(),
-                                        grad.defined() ? grad.data<T>() : nullptr));
-  return detail::record<NamedAct<K>>(y, {x}, {kGelu ? grad : K == Act::tanh ? y : xv, K});
+  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), NamedAct<K>::kName, ActOp::fwd<T>(K, xv.data<T>(), y.data<T>(), xv.numel()));
+  return detail::record<NamedAct<K>>(y, {x}, {K == Act::tanh ? y : xv, K});
 }
 
 }  // namespace
