@@ -53,17 +53,29 @@ struct AttentionOp {
       const T* xr = x + r * n;
       const T* mr = mask ? mask + sample * n : nullptr;
       T* yr = y + r * n;
+      // Vector reductions: the max is exact in any order; the sum's order is fixed by the build (not by
+      // the thread count), a rounding-level difference from the unfused softmax's sequential sum.
       T mx = -INFINITY;
-      for (int64_t i = 0; i < n; ++i) {
-        T z = xr[i] * scale;
-        if (mr) z = z + mr[i];
-        yr[i] = z;
-        mx = std::max(mx, z);
+      if (mr) {
+#pragma omp simd reduction(max : mx)
+        for (int64_t i = 0; i < n; ++i) {
+          const T z = xr[i] * scale + mr[i];
+          yr[i] = z;
+          mx = std::max(mx, z);
+        }
+      } else {
+#pragma omp simd reduction(max : mx)
+        for (int64_t i = 0; i < n; ++i) {
+          const T z = xr[i] * scale;
+          yr[i] = z;
+          mx = std::max(mx, z);
+        }
       }
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) yr[i] = yr[i] - mx;
       kernels::vexp(yr, yr, n);
       T s = 0;
+#pragma omp simd reduction(+ : s)
       for (int64_t i = 0; i < n; ++i) s += yr[i];
       const T inv = T(1) / s;
 #pragma omp simd
