@@ -56,6 +56,25 @@ std::vector<OpCase> cases() {
       {"softmax", {{2, 3, 5}}, [](const V& x) { return softmax(x[0]); }},
       {"softmax_masked", {{2, 2, 3, 5}}, [](const V& x) { return softmax(x[0], mask_2x5()); }},
       {"dropout", {{4, 9}}, [](const V& x) { return dropout(x[0], 0.3, true, DropoutKey{7, 1, 10}); }},
+      {"dropout_add_layer_norm",
+       {{2, 3, 6}, {2, 3, 6}, {6}, {6}},
+       [](const V& x) { return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1e-5, 0.3, true, DropoutKey{2, 3, 4}); }},
+      {"dropout_add_layer_norm_eval",
+       {{3, 5}, {3, 5}, {5}, {5}},
+       [](const V& x) { return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1e-5, 0.3, false, DropoutKey{}); }},
+      {"dropout_add_layer_norm_same_input",
+       {{2, 4, 5}, {5}, {5}},
+       [](const V& x) { return dropout_add_layer_norm(x[0], x[0], x[1], x[2], 1e-5, 0.5, true, DropoutKey{}); }},
+      // Fused attention: q (B, TQ, H), k, v (B, TK, H), mask (B, TK); dropout masks are keyed, so they are fixed.
+      {"attention_masked_dropout",
+       {{2, 3, 4}, {2, 5, 4}, {2, 5, 4}},
+       [](const V& x) { return attention(x[0], x[1], x[2], 2, mask_2x5(), 0.7, 0.3, true, DropoutKey{3, 4, 5}); }},
+      {"attention_plain",
+       {{2, 4, 6}, {2, 4, 6}, {2, 4, 6}},
+       [](const V& x) { return attention(x[0], x[1], x[2], 3, Tensor(), 1.3, 0.0, true, DropoutKey{}); }},
+      {"attention_same_input",
+       {{2, 5, 4}},
+       [](const V& x) { return attention(x[0], x[0], x[0], 1, mask_2x5(), 0.9, 0.2, true, DropoutKey{1, 1, 0}); }},
       {"embedding", {{6, 4}}, [](const V& x) { return embedding(x[0], ids({1, 5, 1, 0, 1, 3}, {2, 3})); }},
       {"gather_rows", {{5, 3}}, [](const V& x) { return gather_rows(x[0], ids({4, 0, 4, 2}, {4})); }},
       {"cross_entropy",
@@ -63,6 +82,14 @@ std::vector<OpCase> cases() {
        [](const V& x) {
          return cross_entropy(x[0], ids({1, 4, -100, 0}, {4}), Tensor::from_vector({1, 0.5, 1, 2}, {4}, DType::f64),
                               3.5 + 1e-5);
+       }},
+      // The logits feed two losses: the first backward writes the gradient over its saved probabilities, the
+      // second accumulates into it.
+      {"cross_entropy_twice",
+       {{3, 4}},
+       [](const V& x) {
+         Tensor lab = ids({3, 0, 2}, {3});
+         return add(cross_entropy(x[0], lab, Tensor(), 3.0), scale(cross_entropy(x[0], lab, Tensor(), 2.0), 0.5));
        }},
       {"cross_entropy_unweighted",
        {{3, 4}},

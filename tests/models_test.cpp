@@ -250,3 +250,33 @@ TEST(Bert, SteadyStateTrainingStepDoesNotCallMalloc) {
   EXPECT_GT(after.cache_hits, before.cache_hits + 100);
   EXPECT_GT(after.peak_bytes_in_use, 0);
 }
+
+// The masked-LM accuracy counts a slot when the first index of its logits' maximum is the label (the vectorised
+// argmax must answer as a scalar scan): labels are set to the scalar scan's answer in every other slot and to
+// another class in the rest.
+TEST(Bert, MaskedLmAccuracyUsesTheFirstMaximum) {
+  BertConfig c = tiny_config();
+  Rng rng(4);
+  BertForPreTraining m(c, rng);
+  m.eval();
+  Batch x = make_batch(3, 12, 4, 9);
+  Tensor logits;
+  {
+    NoGradGuard ng;
+    logits = m.forward(x.in, x.tg).mlm_logits;
+  }
+  const int64_t v = logits.size(1);
+  double want = 0;
+  for (int64_t i = 0; i < logits.size(0); ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < v; ++j)
+      if (logits.get(i * v + j) > logits.get(i * v + best)) best = j;
+    const bool hit = i % 2 == 0;
+    x.tg.masked_lm_ids.set(i, static_cast<double>(hit ? best : (best + 1) % v));
+    if (hit) want += x.tg.masked_lm_weights.get(i);
+  }
+  NoGradGuard ng;
+  PretrainingOutput o = m.forward(x.in, x.tg);
+  EXPECT_GT(want, 0);
+  EXPECT_EQ(o.mlm_correct, want);
+}

@@ -3,6 +3,7 @@
 #include "kernels/gemm.h"
 
 #include <Eigen/Core>
+#include <array>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -107,6 +108,82 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   } else {
     p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   }
+  stream.wait();
+}
+
+namespace {
+
+// gemm_strided's own primitive cache: key = dims, the three operands' strides, accumulate.
+using StridedKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, std::array<int64_t, 12>, bool>;
+std::map<StridedKey, Prim> g_strided_cache;
+
+dnnl::memory::desc strided_md(int64_t b1, int64_t b2, int64_t rows, int64_t cols, const GemmStrides& st) {
+  return dnnl::memory::desc({b1, b2, rows, cols}, dnnl::memory::data_type::f32,
+                            dnnl::memory::dims{st.b1, st.b2, st.row, st.col});
+}
+
+template <class T>
+void gemm_strided_eigen(int64_t b1, int64_t b2, int64_t m, int64_t n, int64_t k, const T* a, const GemmStrides& sa,
+                        const T* b, const GemmStrides& sb, T* c, const GemmStrides& sc, bool acc) {
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using S = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
+  for (int64_t i = 0; i < b1; ++i)
+    for (int64_t j = 0; j < b2; ++j) {
+      Eigen::Map<const M, 0, S> A(a + i * sa.b1 + j * sa.b2, m, k, S(sa.row, sa.col));
+      Eigen::Map<const M, 0, S> B(b + i * sb.b1 + j * sb.b2, k, n, S(sb.row, sb.col));
+      Eigen::Map<M, 0, S> C(c + i * sc.b1 + j * sc.b2, m, n, S(sc.row, sc.col));
+      M r = A * B;
+      if (acc) C += r;
+      else C = r;
+    }
+}
+
+}  // namespace
+
+void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_t k, const void* a,
+                  const GemmStrides& sa, const void* b, const GemmStrides& sb, void* c, const GemmStrides& sc,
+                  bool accumulate) {
+  if (b1 == 0 || b2 == 0 || m == 0 || n == 0) return;
+  if (dt == DType::f64) {
+    gemm_strided_eigen<double>(b1, b2, m, n, k, static_cast<const double*>(a), sa, static_cast<const double*>(b),
+                               sb, static_cast<double*>(c), sc, accumulate);
+    return;
+  }
+  BERTRAIN_ASSERT(dt == DType::f32);
+  if (k == 0) {
+    gemm_strided_eigen<float>(b1, b2, m, n, k, static_cast<const float*>(a), sa, static_cast<const float*>(b), sb,
+                              static_cast<float*>(c), sc, accumulate);
+    return;
+  }
+  const Prim* pp;
+  {
+    StridedKey key{b1, b2, m, n, k,
+                   {sa.b1, sa.b2, sa.row, sa.col, sb.b1, sb.b2, sb.row, sb.col, sc.b1, sc.b2, sc.row, sc.col},
+                   accumulate};
+    std::lock_guard<std::mutex> g(g_mu);
+    auto it = g_strided_cache.find(key);
+    if (it == g_strided_cache.end()) {
+      Prim p;
+      p.a = strided_md(b1, b2, m, k, sa);
+      p.b = strided_md(b1, b2, k, n, sb);
+      p.c = strided_md(b1, b2, m, n, sc);
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops po;
+        po.append_sum(1.0f);
+        attr.set_post_ops(po);
+      }
+      dnnl::matmul::desc d(p.a, p.b, p.c);
+      p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+      ++g_created;
+      it = g_strided_cache.emplace(key, std::move(p)).first;
+    }
+    pp = &it->second;
+  }
+  static thread_local dnnl::stream stream(engine());
+  dnnl::memory am(pp->a, engine(), const_cast<void*>(a)), bm(pp->b, engine(), const_cast<void*>(b)),
+      cm(pp->c, engine(), c);
+  pp->prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
 }
 

@@ -18,6 +18,20 @@ struct GemmShape {
 void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate,
           const Tensor* bias = nullptr);
 
+/// Element strides of one operand of gemm_strided: batch axes 1 and 2, then the row and column of each matrix.
+struct GemmStrides {
+  int64_t b1 = 0, b2 = 0, row = 0, col = 1;
+};
+
+/// Batched product over a (b1, b2) grid of matrices addressed by explicit element strides: for each (i, j),
+/// C_ij (+)= A_ij B_ij with A_ij (m, k), B_ij (k, n), C_ij (m, n); a transposed operand is a swap of its row and
+/// column strides. Lets attention read Q, K, V in their (B, T, NH, HS) layout and write the context there, with
+/// no permute copies (oneDNN's memory descriptors take arbitrary strides). f32 through oneDNN (primitives
+/// cached by shape and strides), f64 through Eigen. `dt` is the dtype of all three operands.
+void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_t k, const void* a,
+                  const GemmStrides& sa, const void* b, const GemmStrides& sb, void* c, const GemmStrides& sc,
+                  bool accumulate);
+
 /// Number of distinct oneDNN matmul primitives created so far (they are cached by shape).
 int64_t gemm_primitives_created();
 

@@ -1,6 +1,7 @@
 // bert.cpp: BERT encoder and heads. Only composition of ops here: gradients live in the ops layer.
 #include "bertrain/models/bert.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "bertrain/core/error.h"
@@ -9,9 +10,17 @@ namespace bertrain {
 
 namespace {
 
+/// First index of the largest value (the scalar scan's answer). The max is a vector reduction (exact in any
+/// order) and then searched for: the masked-LM accuracy scans (B*P, V) logits every step.
 template <class T>
 int64_t argmax_row(const T* x, int64_t n) {
-  int64_t best = 0;
+  T mx = x[0];
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, x[j]);
+  if (!std::isnan(mx))
+    for (int64_t j = 0; j < n; ++j)
+      if (x[j] == mx) return j;
+  int64_t best = 0;  // NaNs: the scalar scan
   for (int64_t j = 1; j < n; ++j)
     if (x[j] > x[best]) best = j;
   return best;
@@ -104,17 +113,15 @@ BertLayer::BertLayer(const BertConfig& c, int i, Rng& rng, DType dt) : c_(c) {
 }
 
 Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInputs& in) const {
-  const int64_t b = x.size(0), t = x.size(1), nh = c_.num_attention_heads, hs = c_.head_size();
-  auto heads = [&](const Variable& y) { return permute(reshape(y, {b, t, nh, hs}), {0, 2, 1, 3}); };  // (B,NH,T,HS)
-  Variable q = heads(query_->forward(x)), k = heads(key_->forward(x)), v = heads(value_->forward(x));
-  Variable scores = scale(bmm(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(hs)));  // (B, NH, T, T)
-  Variable probs = probs_dropout_->forward(softmax(scores, mask), in.dropout_seed, in.first_sample);
-  Variable ctx = reshape(permute(bmm(probs, v), {0, 2, 1, 3}), {b, t, nh * hs});  // (B, T, H)
-  Variable a = attn_dropout_->forward(attn_out_->forward(ctx), in.dropout_seed, in.first_sample);
-  Variable h1 = attn_norm_->forward(add(a, x));
+  const int64_t nh = c_.num_attention_heads, hs = c_.head_size();
+  // Q, K, V and the context stay (B, T, H) = (B, T, NH, HS): the fused op reads the heads with strides.
+  Variable ctx = attention(query_->forward(x), key_->forward(x), value_->forward(x), nh, mask,
+                           1.0 / std::sqrt(static_cast<double>(hs)), probs_dropout_->p(),
+                           probs_dropout_->is_training(), probs_dropout_->key(in.dropout_seed, in.first_sample));
+  // layer_norm(dropout(dense(.)) + residual), each fused into one op.
+  Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed, in.first_sample);
   Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (B, T, I)
-  Variable o = out_dropout_->forward(out_->forward(f), in.dropout_seed, in.first_sample);
-  return out_norm_->forward(add(o, h1));
+  return out_norm_->forward_residual(out_->forward(f), h1, *out_dropout_, in.dropout_seed, in.first_sample);
 }
 
 BertModel::BertModel(const BertConfig& c, Rng& rng, DType dt, bool add_pooler) : c_(c) {

@@ -82,6 +82,12 @@ LayerNorm::LayerNorm(int64_t features, double eps, DType dtype) : eps_(eps) {
 
 Variable LayerNorm::forward(const Variable& x) const { return layer_norm(x, weight_, bias_, eps_); }
 
+Variable LayerNorm::forward_residual(const Variable& x, const Variable& residual, const Dropout& dropout,
+                                     uint64_t seed, int64_t first_row) const {
+  return dropout_add_layer_norm(x, residual, weight_, bias_, eps_, dropout.p(), dropout.is_training(),
+                                dropout.key(seed, first_row));
+}
+
 Embedding::Embedding(int64_t num, int64_t dim, double init_std, Rng& rng, DType dtype) {
   weight_ = register_parameter("weight", Tensor::truncated_normal({num, dim}, 0.0, init_std, rng, dtype));
 }

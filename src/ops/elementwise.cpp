@@ -24,6 +24,26 @@ int64_t broadcast_inner(const char* op, const Tensor& a, const Tensor& b) {
   return b.numel();
 }
 
+/// Calls f(i, j, len) for runs [i, i + len) of a flat index over n elements whose broadcast index
+/// j = i % inner runs on contiguously (no division per element), in blocks of 8192 elements shared among the
+/// threads when n > kParallelMin. Element-wise work only, so the split does not change results.
+template <class F>
+void for_runs(int64_t n, int64_t inner, F f) {
+  constexpr int64_t kBlock = 8192;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t bi = 0; bi < blocks; ++bi) {
+    const int64_t i1 = std::min(n, (bi + 1) * kBlock);
+    int64_t i = bi * kBlock, j = i % inner;
+    while (i < i1) {
+      const int64_t len = std::min(i1 - i, inner - j);
+      f(i, j, len);
+      i += len;
+      j = 0;
+    }
+  }
+}
+
 enum class Bin { add, sub, mul };
 
 template <Bin K>
@@ -35,13 +55,15 @@ struct BinaryOp {
   };
   template <class T>
   static void fwd(const T* a, const T* b, T* y, int64_t n, int64_t inner) {
-#pragma omp parallel for simd if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      T bv = b[i % inner];
-      if constexpr (K == Bin::add) y[i] = a[i] + bv;
-      else if constexpr (K == Bin::sub) y[i] = a[i] - bv;
-      else y[i] = a[i] * bv;
-    }
+    for_runs(n, inner, [&](int64_t i, int64_t j, int64_t len) {
+#pragma omp simd
+      for (int64_t t = 0; t < len; ++t) {
+        const T bv = b[j + t];
+        if constexpr (K == Bin::add) y[i + t] = a[i + t] + bv;
+        else if constexpr (K == Bin::sub) y[i + t] = a[i + t] - bv;
+        else y[i + t] = a[i + t] * bv;
+      }
+    });
   }
   static Tensor forward(const Tensor& a, const Tensor& b) {
     int64_t inner = broadcast_inner(kName, a, b);
@@ -59,11 +81,13 @@ struct BinaryOp {
       T* o = da.data<T>();
       const bool acc = g[0].accumulate;
       const T* bv = K == Bin::mul ? sv.b.template data<T>() : nullptr;
-#pragma omp parallel for simd if (n > kParallelMin)
-      for (int64_t i = 0; i < n; ++i) {
-        T v = K == Bin::mul ? d[i] * bv[i % inner] : d[i];
-        o[i] = acc ? o[i] + v : v;
-      }
+      for_runs(n, inner, [&](int64_t i, int64_t j, int64_t len) {
+#pragma omp simd
+        for (int64_t t = 0; t < len; ++t) {
+          T v = K == Bin::mul ? d[i + t] * bv[j + t] : d[i + t];
+          o[i + t] = acc ? o[i + t] + v : v;
+        }
+      });
     }
     if (g[1].needed()) {
       Tensor& db = g[1].prepare(sv.b_shape, dy.dtype());

@@ -77,16 +77,19 @@ struct CrossEntropyOp {
     Tensor probs, labels, w;  // probs: (N, C); w: effective weights (N) in the logits' dtype
     double normalizer;
   };
+  // The gradient w * up * (probs - onehot(label)) is written over the saved probabilities when the slot is
+  // fresh (the node dies after its backward), so no second (N, C) buffer is allocated.
   template <class T>
-  static void bwd(const Saved& sv, const Tensor& dy, GradSlot& g) {
+  static void bwd(Saved& sv, const Tensor& dy, GradSlot& g) {
     const int64_t n = sv.probs.size(0), c = sv.probs.size(1);
-    Tensor& dx = g.prepare(sv.probs.shape(), dy.dtype());
-    const T* pr = sv.probs.data<T>();
+    const bool acc = g.accumulate;
+    if (!acc) *g.grad = std::move(sv.probs);
+    Tensor& dx = acc ? g.prepare(sv.probs.shape(), dy.dtype()) : *g.grad;
+    const T* pr = acc ? sv.probs.data<T>() : dx.data<T>();
     const int32_t* y = sv.labels.data<int32_t>();
     const T* w = sv.w.data<T>();
     T* o = dx.data<T>();
     const T up = static_cast<T>(dy.item() / sv.normalizer);
-    const bool acc = g.accumulate;
 #pragma omp parallel for schedule(static) if (n * c > 16384)
     for (int64_t i = 0; i < n; ++i) {
       const T* pi = pr + i * c;
@@ -96,16 +99,19 @@ struct CrossEntropyOp {
         if (!acc) std::fill(orow, orow + c, T(0));
         continue;
       }
-      for (int64_t j = 0; j < c; ++j) {
-        T v = wi * pi[j];
-        orow[j] = acc ? orow[j] + v : v;
+      if (acc) {
+#pragma omp simd
+        for (int64_t j = 0; j < c; ++j) orow[j] += wi * pi[j];
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < c; ++j) orow[j] = wi * orow[j];
       }
       orow[y[i]] -= wi;
     }
   }
-  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+  static void backward(Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     if (!g[0].needed()) return;
-    BERTRAIN_DISPATCH_FLOAT(sv.probs.dtype(), kName, bwd<T>(sv, dy, g[0]));
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g[0]));
   }
 };
 
@@ -153,12 +159,17 @@ _Pragma("omp parallel for schedule(static) if (n * c > 16384)")
       if (ws[i] == T(0)) continue;
       const T* xr = xs + i * c;
       T* pr = ps + i * c;
-      const T mx = *std::max_element(xr, xr + c);
+      T mx = -INFINITY;
+_Pragma("omp simd reduction(max : mx)")
+      for (int64_t j = 0; j < c; ++j) mx = std::max(mx, xr[j]);
+_Pragma("omp simd")
       for (int64_t j = 0; j < c; ++j) pr[j] = xr[j] - mx;
       kernels::vexp(pr, pr, c);
       T s = 0;
+_Pragma("omp simd reduction(+ : s)")
       for (int64_t j = 0; j < c; ++j) s += pr[j];
       const T inv = T(1) / s;
+_Pragma("omp simd")
       for (int64_t j = 0; j < c; ++j) pr[j] *= inv;
       ce[static_cast<size_t>(i)] = static_cast<double>(ws[i]) * (static_cast<double>(mx + std::log(s)) - xr[y[i]]);
     }

@@ -1,9 +1,11 @@
-// norm.cpp: layer_norm, softmax with an additive mask, and keyed dropout.
+// norm.cpp: layer_norm, dropout + residual add + layer_norm fused, softmax with an additive mask, and keyed
+// dropout.
 #include <algorithm>
 #include <cmath>
 
 #include "bertrain/core/rng.h"
 #include "bertrain/ops/ops.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/reduce.h"
 #include "kernels/vmath.h"
 #include "ops/op_util.h"
@@ -87,6 +89,112 @@ struct LayerNormOp {
     if (g[1].needed()) dg = g[1].prepare({c}, dy.dtype()).template data<T>();
     if (g[2].needed()) db = g[2].prepare({c}, dy.dtype()).template data<T>();
     if (dg || db) kernels::sum_rows_prod<T>(d, h, rows, c, dg, g[1].accumulate, db, g[2].accumulate);
+  }
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
+  }
+};
+
+// ---------------------------------------------------------------- dropout + residual add + layer_norm
+// y = layer_norm(s), s = dropout(x) + residual, in one pass per row: the keep-mask, s, its statistics, x_hat and
+// y are computed while the row is in cache, and s is never stored. Backward: ds is layer_norm's dx (above);
+// d_residual = ds, dx = ds * keep * drop_scale. Same arithmetic, in the same order, as the unfused ops.
+struct DropoutAddLayerNormOp {
+  static constexpr const char* kName = "dropout_add_layer_norm";
+  struct Saved {
+    Tensor x_hat, rstd, gamma, keep;  // x_hat: (N, C), rstd: (N), gamma: (C), keep: i8 like x or undefined
+    Shape x_shape;
+    double drop_scale;
+  };
+  template <class T>
+  static void fwd(const T* x, const T* res, const T* gamma, const T* beta, T* y, T* x_hat, T* rstd, uint8_t* keep,
+                  int64_t rows, int64_t c, int64_t rows_per_sample, double eps, const DropoutKey& key, uint32_t thr,
+                  T ds) {
+    // The sum goes through the output row (same alignment as layer_norm's input row, so the vectorised
+    // reductions add in the same order as the unfused ops).
+#pragma omp parallel for schedule(static) if (rows * c > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * c;
+      const T* rr = res + r * c;
+      T* sr = y + r * c;
+      if (keep) {
+        uint8_t* kr = keep + r * c;
+        kernels::dropout_keep(key.seed, key.stream, key.first_row + r / rows_per_sample, (r % rows_per_sample) * c, c,
+                              thr, kr);
+        // Two loops, so the product is rounded before the add (no FMA contraction), as in dropout() then add().
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) sr[i] = kr[i] ? xr[i] * ds : T(0);
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) sr[i] += rr[i];
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) sr[i] = xr[i] + rr[i];
+      }
+      T m = 0;
+#pragma omp simd reduction(+ : m)
+      for (int64_t i = 0; i < c; ++i) m += sr[i];
+      m /= static_cast<T>(c);
+      T v = 0;
+#pragma omp simd reduction(+ : v)
+      for (int64_t i = 0; i < c; ++i) v += (sr[i] - m) * (sr[i] - m);
+      v /= static_cast<T>(c);
+      const T rs = T(1) / std::sqrt(v + static_cast<T>(eps));
+      rstd[r] = rs;
+      T* hr = x_hat + r * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) {
+        T h = (sr[i] - m) * rs;
+        hr[i] = h;
+        sr[i] = h * gamma[i] + beta[i];
+      }
+    }
+  }
+  template <class T>
+  static void bwd(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    const int64_t c = sv.gamma.numel(), rows = dy.numel() / c;
+    const T* d = dy.data<T>();
+    const T* h = sv.x_hat.data<T>();
+    if (g[0].needed() || g[1].needed()) {
+      T* dx = g[0].needed() ? g[0].prepare(sv.x_shape, dy.dtype()).template data<T>() : nullptr;
+      T* dr = g[1].needed() ? g[1].prepare(sv.x_shape, dy.dtype()).template data<T>() : nullptr;
+      const bool acc_x = g[0].accumulate, acc_r = g[1].accumulate;
+      const T* gm = sv.gamma.data<T>();
+      const T* rs = sv.rstd.data<T>();
+      const uint8_t* keep = sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr;
+      const T ds = static_cast<T>(sv.drop_scale);
+#pragma omp parallel for schedule(static) if (rows * c > 16384)
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* dyr = d + r * c;
+        const T* hr = h + r * c;
+        T s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
+        for (int64_t i = 0; i < c; ++i) {
+          T dh = dyr[i] * gm[i];
+          s1 += dh;
+          s2 += dh * hr[i];
+        }
+        s1 /= static_cast<T>(c);
+        s2 /= static_cast<T>(c);
+        const T rr = rs[r];
+        T* xo = dx ? dx + r * c : nullptr;
+        T* ro = dr ? dr + r * c : nullptr;
+        const uint8_t* kr = keep ? keep + r * c : nullptr;
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) {
+          const T v = rr * (dyr[i] * gm[i] - s1 - hr[i] * s2);
+          if (ro) ro[i] = acc_r ? ro[i] + v : v;
+          if (xo) {
+            const T vx = kr ? (kr[i] ? v * ds : T(0)) : v;
+            xo[i] = acc_x ? xo[i] + vx : vx;
+          }
+        }
+      }
+    }
+    T* dg = nullptr;
+    T* db = nullptr;
+    if (g[2].needed()) dg = g[2].prepare({c}, dy.dtype()).template data<T>();
+    if (g[3].needed()) db = g[3].prepare({c}, dy.dtype()).template data<T>();
+    if (dg || db) kernels::sum_rows_prod<T>(d, h, rows, c, dg, g[2].accumulate, db, g[3].accumulate);
   }
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
@@ -196,6 +304,42 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
   return detail::record<LayerNormOp>(y, {x, gamma, beta}, {x_hat, rstd, gamma.value(), xv.shape()});
 }
 
+Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, const Variable& gamma,
+                                const Variable& beta, double eps, double p, bool training, const DropoutKey& key) {
+  const char* op = "dropout_add_layer_norm";
+  const Tensor& xv = x.value();
+  const Tensor& rv = residual.value();
+  detail::check_float(op, xv);
+  BERTRAIN_CHECK(xv.dim() >= 1 && rv.shape() == xv.shape() && rv.dtype() == xv.dtype(), op, ": input ",
+                 xv.desc(), " and residual ", rv.desc(), " must have the same shape and dtype");
+  const int64_t c = xv.size(-1);
+  BERTRAIN_CHECK(gamma.value().shape() == Shape({c}) && beta.value().shape() == Shape({c}), op, ": input ",
+                 xv.shape().str(), " needs gamma and beta of shape (", c, "), got ", gamma.value().shape().str(),
+                 " and ", beta.value().shape().str());
+  BERTRAIN_CHECK(gamma.dtype() == xv.dtype() && beta.dtype() == xv.dtype(), op, ": dtypes differ: ", xv.desc(),
+                 ", ", gamma.value().desc(), ", ", beta.value().desc());
+  BERTRAIN_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, op, ": dropout p must be in [0, 1), got ", p);
+  const int64_t rows = c ? xv.numel() / c : 0;
+  const int64_t rows_per_sample = xv.dim() >= 2 && xv.size(0) ? rows / xv.size(0) : 1;
+  BERTRAIN_CHECK(rows_per_sample * c < (int64_t{1} << 35), op, ": ", rows_per_sample * c,
+                 " elements per sample exceed the dropout key space");
+  const bool drop = training && p > 0.0;
+  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
+  Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
+  Tensor rstd = Tensor::empty({rows}, xv.dtype());
+  Tensor keep = drop ? Tensor::empty(xv.shape(), DType::i8) : Tensor();
+  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
+  BERTRAIN_DISPATCH_FLOAT(
+      xv.dtype(), op,
+      DropoutAddLayerNormOp::fwd<T>(xv.data<T>(), rv.data<T>(), gamma.value().data<T>(), beta.value().data<T>(),
+                                    y.data<T>(), x_hat.data<T>(), rstd.data<T>(),
+                                    drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, rows, c,
+                                    rows_per_sample, eps, key, kernels::dropout_threshold16(p), static_cast<T>(ds)));
+  return detail::record<DropoutAddLayerNormOp>(y, {x, residual, gamma, beta},
+                                               {x_hat, rstd, gamma.value(), keep, xv.shape(), ds});
+}
+
 Variable softmax(const Variable& x, const Tensor& mask) {
   const Tensor& xv = x.value();
   detail::check_float("softmax", xv);
@@ -224,27 +368,15 @@ Variable dropout(const Variable& x, double p, bool training, const DropoutKey& k
   detail::check_float("dropout", xv);
   BERTRAIN_CHECK(xv.dim() >= 1, "dropout: input ", xv.shape().str(), " needs a sample axis");
   const int64_t n = xv.numel(), rows = xv.size(0), per_row = rows ? n / rows : 0;
-  BERTRAIN_CHECK(per_row < (int64_t{1} << 34), "dropout: ", per_row, " elements per sample exceed the key space");
+  BERTRAIN_CHECK(per_row < (int64_t{1} << 35), "dropout: ", per_row, " elements per sample exceed the key space");
   Tensor keep = Tensor::empty(xv.shape(), DType::i8);
   Tensor y = Tensor::empty(xv.shape(), xv.dtype());
-  int8_t* k = keep.data<int8_t>();
-  const float pf = static_cast<float>(p);
+  uint8_t* k = reinterpret_cast<uint8_t*>(keep.data<int8_t>());
   const double sc = 1.0 / (1.0 - p);
-#pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t base = static_cast<uint64_t>(key.first_row + r) << 32;
-    for (int64_t j = 0; j < per_row; j += 4) {
-      auto w = philox_keyed(key.seed, key.stream, base + static_cast<uint64_t>(j / 4));
-      for (int64_t q = 0; q < 4 && j + q < per_row; ++q) k[r * per_row + j + q] = u32_to_unit_float(w[q]) >= pf;
-    }
-  }
-  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "dropout", {
-    const T* xs = xv.data<T>();
-    T* o = y.data<T>();
-    const T s = static_cast<T>(sc);
-_Pragma("omp parallel for simd if (n > 32768)")
-    for (int64_t i = 0; i < n; ++i) o[i] = k[i] ? xs[i] * s : T(0);
-  });
+  const uint32_t thr = kernels::dropout_threshold16(p);
+  BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "dropout",
+                          kernels::dropout_forward<T>(xv.data<T>(), y.data<T>(), k, rows, per_row, key.seed, key.stream,
+                                                      key.first_row, thr, static_cast<T>(sc)));
   return detail::record<DropoutOp>(y, {x}, {keep, sc});
 }
 

@@ -21,12 +21,18 @@ class Linear : public Module {
   Variable weight_, bias_;
 };
 
+class Dropout;
+
 /// Layer norm over the last axis, weight 1 and bias 0 at start (Hugging Face names: weight, bias).
 class LayerNorm : public Module {
  public:
   LayerNorm(int64_t features, double eps, DType dtype = DType::f32);
   /// x: (..., features) -> same shape.
   Variable forward(const Variable& x) const;
+  /// layer_norm(dropout(x) + residual) with `dropout`'s probability, mode and key, fused into one op
+  /// (dropout_add_layer_norm). x, residual: (B, ..., features).
+  Variable forward_residual(const Variable& x, const Variable& residual, const Dropout& dropout, uint64_t seed,
+                            int64_t first_row) const;
 
  private:
   Variable weight_, bias_;
@@ -52,6 +58,9 @@ class Dropout : public Module {
   Dropout(double p, uint64_t stream);
   /// x: (B, ...); first_row is the global sample index of x's row 0.
   Variable forward(const Variable& x, uint64_t seed, int64_t first_row) const;
+  double p() const { return p_; }
+  /// This site's key, for fused ops that apply the dropout themselves (attention).
+  DropoutKey key(uint64_t seed, int64_t first_row) const { return DropoutKey{seed, stream_, first_row}; }
 
  private:
   double p_;

@@ -50,9 +50,12 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
 /// to every row of sample b (google-research/bert's (1 - attention_mask) * -10000). Not differentiable in mask.
 Variable softmax(const Variable& x, const Tensor& mask = Tensor());
 
-/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis) is
-/// dropped when a keyed Philox draw (seed, stream, (first_row + r) * 2^32 + j / 4) falls below p, so masks
-/// depend on the global sample index and the site, never on micro-batch split, rank or thread count.
+/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis; j the
+/// flat index within the row) is decided by 16 bits of the keyed Philox block (seed, stream,
+/// (first_row + r) * 2^32 + j / 8): word (j / 2) % 4, its low half for even j, high half for odd j. It is
+/// dropped when that 16-bit value is below round(p * 65536) (p to within 2^-17). So masks depend on the global
+/// sample index and the site, never on micro-batch split, rank or thread count, and fused ops that apply
+/// dropout themselves (attention, dropout_add_layer_norm) draw exactly the masks this op would.
 struct DropoutKey {
   uint64_t seed = 0;
   uint64_t stream = 0;    ///< one per dropout site (layer)
@@ -60,6 +63,25 @@ struct DropoutKey {
 };
 /// Inverted dropout: kept values are scaled by 1 / (1 - p) in training; the identity when !training or p == 0.
 Variable dropout(const Variable& x, double p, bool training, const DropoutKey& key);
+
+/// The end of a post-LN residual block, fused: layer_norm(dropout(x, p, training, key) + residual, gamma, beta,
+/// eps) (BERT's BertSelfOutput / BertOutput; Vaswani et al. 2017, section 5.4, dropout before the residual add).
+/// x, residual: (B, ..., C) of one shape; gamma, beta: (C) -> (B, ..., C). Draws exactly the masks dropout(x, ...)
+/// would (keyed on x's first axis); the sum is never stored. Same arithmetic as the three ops in sequence.
+Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, const Variable& gamma,
+                                const Variable& beta, double eps, double p, bool training, const DropoutKey& key);
+
+/// Multi-head scaled dot-product attention (Vaswani et al. 2017, eq. 1) as BERT runs it, fused: for every
+/// sample b and head h, P = dropout(softmax(Q_bh K_bh^T * scale + mask_b)) and ctx_bh = P V_bh.
+/// q: (B, TQ, H), k, v: (B, TK, H) with H = num_heads * HS and head h in columns [h HS, (h + 1) HS) (the layout
+/// the Q, K, V linears produce; no permute copies are made); mask: undefined or additive (B, TK) f32/f64, as in
+/// softmax(); -> ctx (B, TQ, H). The dropout on P (probability p, when training) draws exactly the masks
+/// dropout(P, p, training, key) would on P's (B, NH, TQ, TK) layout. Equals
+/// permute(bmm(dropout(softmax(scale(bmm(Qh, Kh, false, true), scale), mask)), Vh)) with Xh the (B, NH, T, HS)
+/// permutations (google-research/bert's attention_layer), with the backward of the chain in one pass.
+/// Not differentiable in mask.
+Variable attention(const Variable& q, const Variable& k, const Variable& v, int64_t num_heads, const Tensor& mask,
+                   double scale, double p, bool training, const DropoutKey& key);
 
 // ---- indexing ----
 

@@ -1,0 +1,207 @@
+// fused_ops_test.cpp: the fused kernels against the plain ops they replace (values and gradients, f64 and f32),
+// the vectorised Philox against core's scalar one, the documented dropout draw mapping, and thread-count
+// independence of the fused ops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "bertrain/core/rng.h"
+#include "bertrain/core/threads.h"
+#include "bertrain/ops/ops.h"
+#include "kernels/dropout_mask.h"
+
+using namespace bertrain;
+
+namespace {
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(a.get(i) - b.get(i)));
+  return m;
+}
+
+Tensor padding_mask(int64_t b, int64_t t, DType dt) {
+  Tensor m = Tensor::zeros({b, t}, dt);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = t - i; j < t; ++j) m.set(i * t + j, -10000.0);  // sample i has i padded positions
+  return m;
+}
+
+// The composition BertLayer used before the fused op: permute to (B, NH, T, HS), bmm, scale, softmax, dropout,
+// bmm, permute back.
+Variable attention_unfused(const Variable& q, const Variable& k, const Variable& v, int64_t nh, const Tensor& mask,
+                           double sc, double p, const DropoutKey& key) {
+  auto heads = [&](const Variable& y) {
+    return permute(reshape(y, {y.size(0), y.size(1), nh, y.size(2) / nh}), {0, 2, 1, 3});
+  };
+  Variable s = scale(bmm(heads(q), heads(k), false, true), sc);
+  Variable pr = dropout(softmax(s, mask), p, true, key);
+  Variable ctx = permute(bmm(pr, heads(v)), {0, 2, 1, 3});
+  return reshape(ctx, {q.size(0), q.size(1), q.size(2)});
+}
+
+}  // namespace
+
+TEST(Philox, SixteenLaneBatchMatchesScalarGenerator) {
+  const uint64_t seed = 0x0123456789abcdefULL, stream = 0xfedcba9876543210ULL;
+  for (uint64_t index0 : {uint64_t{0}, uint64_t{0xfffffff8}, (uint64_t{77} << 32) + 5}) {
+    uint32_t out[64];
+    kernels::philox_keyed_16(seed, stream, index0, out);
+    for (int l = 0; l < 16; ++l) {
+      auto w = philox_keyed(seed, stream, index0 + l);
+      for (int q = 0; q < 4; ++q) EXPECT_EQ(out[4 * l + q], w[q]) << "lane " << l << " word " << q;
+    }
+  }
+}
+
+// Pins the draw mapping documented at DropoutKey: element j of sample s uses 16 bits of block s * 2^32 + j / 8.
+TEST(Dropout, DrawMappingIsTheDocumentedOne) {
+  const int64_t rows = 3, per_row = 300;
+  const double p = 0.4;
+  const DropoutKey key{5, 9, 1000};
+  Tensor x = Tensor::full({rows, per_row}, 1.0, DType::f64);
+  Tensor y = dropout(Variable(x), p, true, key).value();
+  const uint32_t thr = static_cast<uint32_t>(std::floor(p * 65536 + 0.5));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < per_row; ++j) {
+      auto w = philox_keyed(key.seed, key.stream, (static_cast<uint64_t>(key.first_row + r) << 32) + j / 8);
+      const uint32_t half = (w[(j / 2) % 4] >> (16 * (j % 2))) & 0xffffu;
+      const double want = half >= thr ? 1.0 / (1.0 - p) : 0.0;
+      ASSERT_EQ(y.get(r * per_row + j), want) << "row " << r << " element " << j;
+    }
+}
+
+TEST(Dropout, KeepRateIsOneMinusP) {
+  Tensor x = Tensor::full({8, 20000}, 1.0);
+  for (double p : {0.1, 0.5}) {
+    Tensor y = dropout(Variable(x), p, true, DropoutKey{1, 2, 3}).value();
+    int64_t kept = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) kept += y.get(i) != 0;
+    EXPECT_NEAR(static_cast<double>(kept) / y.numel(), 1 - p, 0.005) << p;
+  }
+}
+
+// The fused attention gives the unfused chain's values and gradients: f64 to rounding, f32 within 1e-5, with the
+// same dropout masks, with and without a padding mask, and for TQ != TK.
+TEST(Attention, MatchesUnfusedCompositionWithDropout) {
+  struct Case {
+    int64_t b, tq, tk, nh, hs;
+    bool mask;
+    double p;
+  };
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (const Case& c : {Case{2, 5, 5, 2, 3, true, 0.3}, Case{3, 4, 7, 3, 2, false, 0.0},
+                          Case{2, 16, 16, 4, 8, true, 0.1}, Case{1, 3, 9, 1, 4, false, 0.5}}) {
+      Rng rng(42);
+      const int64_t h = c.nh * c.hs;
+      Tensor qt = Tensor::uniform({c.b, c.tq, h}, -1, 1, rng, dt), kt = Tensor::uniform({c.b, c.tk, h}, -1, 1, rng, dt),
+             vt = Tensor::uniform({c.b, c.tk, h}, -1, 1, rng, dt), r = Tensor::uniform({c.b, c.tq, h}, -1, 1, rng, dt);
+      Tensor mask = c.mask ? padding_mask(c.b, c.tk, dt) : Tensor();
+      const DropoutKey key{11, 1000, 40};
+      const double sc = 1.0 / std::sqrt(static_cast<double>(c.hs));
+      auto run = [&](bool fused) {
+        Variable q(qt, true), k(kt, true), v(vt, true);
+        Variable y = fused ? attention(q, k, v, c.nh, mask, sc, c.p, true, key)
+                           : attention_unfused(q, k, v, c.nh, mask, sc, c.p, key);
+        sum(mul(y, Variable(r))).backward();
+        return std::vector<Tensor>{y.value(), q.grad(), k.grad(), v.grad()};
+      };
+      auto f = run(true), u = run(false);
+      const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+      for (size_t i = 0; i < f.size(); ++i)
+        EXPECT_LE(max_abs_diff(f[i], u[i]), tol) << "tensor " << i << " dtype " << dtype_name(dt) << " b " << c.b;
+    }
+  }
+}
+
+TEST(Attention, EvalModeAndPZeroAreDropoutFree) {
+  Rng rng(3);
+  Tensor qt = Tensor::uniform({2, 6, 8}, -1, 1, rng);
+  Variable q(qt), k(Tensor::uniform({2, 6, 8}, -1, 1, rng)), v(Tensor::uniform({2, 6, 8}, -1, 1, rng));
+  Tensor a = attention(q, k, v, 2, Tensor(), 0.5, 0.3, false, DropoutKey{}).value();
+  Tensor b = attention(q, k, v, 2, Tensor(), 0.5, 0.0, true, DropoutKey{}).value();
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0);
+}
+
+TEST(Attention, MisuseNamesTheShapes) {
+  Variable q(Tensor::zeros({2, 4, 6})), k(Tensor::zeros({2, 5, 6})), bad(Tensor::zeros({2, 5, 4}));
+  try {
+    attention(q, k, bad, 2, Tensor(), 1.0, 0.0, false, DropoutKey{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(2, 5, 4)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(attention(q, k, k, 4, Tensor(), 1.0, 0.0, false, DropoutKey{}), Error);  // 6 % 4 != 0
+  EXPECT_THROW(attention(q, k, k, 2, Tensor::zeros({2, 4}), 1.0, 0.0, false, DropoutKey{}), Error);
+}
+
+// The fused residual block end gives the unfused chain's values and gradients: bit for bit in f32 (the same
+// arithmetic in the same order) and in f64.
+TEST(DropoutAddLayerNorm, MatchesUnfusedChainBitForBit) {
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (double p : {0.0, 0.1, 0.6}) {
+      Rng rng(8);
+      Tensor xt = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt), rt = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt);
+      Tensor gt = Tensor::uniform({40}, 0.5, 1.5, rng, dt), bt = Tensor::uniform({40}, -0.5, 0.5, rng, dt);
+      Tensor w = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt);
+      const DropoutKey key{21, 1001, 17};
+      auto run = [&](bool fused) {
+        Variable x(xt, true), r(rt, true), g(gt, true), b(bt, true);
+        Variable y = fused ? dropout_add_layer_norm(x, r, g, b, 1e-12, p, true, key)
+                           : layer_norm(add(dropout(x, p, true, key), r), g, b, 1e-12);
+        sum(mul(y, Variable(w))).backward();
+        return std::vector<Tensor>{y.value(), x.grad(), r.grad(), g.grad(), b.grad()};
+      };
+      auto f = run(true), u = run(false);
+      for (size_t i = 0; i < f.size(); ++i)
+        EXPECT_EQ(std::memcmp(f[i].raw_data(), u[i].raw_data(), f[i].nbytes()), 0)
+            << "tensor " << i << " p " << p << " dtype " << dtype_name(dt);
+    }
+  }
+}
+
+// Fused ops reduce in a fixed order and key their masks by sample: 1 and 2 threads agree bit for bit.
+TEST(Fused, ResultsDoNotDependOnThreadCount) {
+  auto run = [](int threads) {
+    set_num_threads(threads);
+    Rng rng(5);
+    Variable q(Tensor::uniform({8, 64, 32}, -1, 1, rng), true), k(Tensor::uniform({8, 64, 32}, -1, 1, rng), true),
+        v(Tensor::uniform({8, 64, 32}, -1, 1, rng), true);
+    Variable y = attention(q, k, v, 4, padding_mask(8, 64, DType::f32), 0.35, 0.1, true, DropoutKey{1, 2, 3});
+    y = dropout(y, 0.2, true, DropoutKey{4, 5, 6});
+    y = dropout_add_layer_norm(y, q, Variable(Tensor::full({32}, 1.1)), Variable(Tensor::zeros({32})), 1e-12, 0.1,
+                               true, DropoutKey{7, 8, 9});
+    Variable loss = sum(mul(y, Variable(Tensor::uniform({8, 64, 32}, -1, 1, rng))));
+    loss.backward();
+    return std::vector<Tensor>{loss.value(), q.grad(), k.grad(), v.grad()};
+  };
+  const int saved = num_threads();
+  auto one = run(1), two = run(2);
+  set_num_threads(saved);
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_EQ(std::memcmp(one[i].raw_data(), two[i].raw_data(), one[i].nbytes()), 0) << "tensor " << i;
+}
+
+// add / sub / mul walk the broadcast operand in runs (no division per element), in 8192-element blocks that
+// start mid-run: values and gradients equal the element-by-element definition.
+TEST(Elementwise, BroadcastRunsMatchTheDefinition) {
+  Rng rng(6);
+  for (auto [as, bs] : std::vector<std::pair<Shape, Shape>>{
+           {{9, 5000}, {5000}}, {{7, 3, 4097}, {3, 4097}}, {{7, 3, 4097}, {7, 3, 4097}}}) {
+    Tensor at = Tensor::uniform(as, -1, 1, rng), bt = Tensor::uniform(bs, -1, 1, rng);
+    const int64_t na = at.numel(), inner = bt.numel();
+    Variable a(at, true), b(bt, true);
+    Tensor y = add(a, b).value(), z = sub(a, b).value();
+    Variable m = mul(a, b);
+    sum(m).backward();
+    for (int64_t i = 0; i < na; ++i) {
+      const float av = at.data<float>()[i], bv = bt.data<float>()[i % inner];
+      ASSERT_EQ(y.data<float>()[i], av + bv) << i;
+      ASSERT_EQ(z.data<float>()[i], av - bv) << i;
+      ASSERT_EQ(m.value().data<float>()[i], av * bv) << i;
+      ASSERT_EQ(a.grad().data<float>()[i], bv) << i;
+    }
+  }
+}
