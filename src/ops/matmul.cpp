@@ -1,5 +1,10 @@
 // matmul.cpp: matmul, bmm and linear, forward and backward side by side; all go through kernels::gemm.
+// Under MatmulPrecision::bf16 the f32 operands are converted to bf16 here and the bf16 copies are what the
+// ops save for backward (ops.h explains the contract).
+#include <atomic>
+
 #include "bertrain/ops/ops.h"
+#include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "kernels/reduce.h"
 #include "ops/op_util.h"
@@ -9,6 +14,25 @@ namespace bertrain {
 using kernels::GemmShape;
 
 namespace {
+
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::f32};
+
+/// Whether a product with f32/f64 operand `t` runs in bf16 now (never for f64).
+bool bf16_product(const Tensor& t) {
+  return t.dtype() == DType::f32 && g_precision.load(std::memory_order_relaxed) == MatmulPrecision::bf16;
+}
+
+/// A bf16 copy of f32 `t` (from the caching allocator), rounded as kernels/convert.h describes.
+Tensor to_bf16(const Tensor& t) {
+  Tensor r = Tensor::empty(t.shape(), DType::bf16);
+  kernels::f32_to_bf16(t.data<float>(), static_cast<uint16_t*>(r.raw_data()), t.numel());
+  return r;
+}
+
+/// The gradient in the dtype of the saved operands: rounded to bf16 once when they are bf16.
+Tensor grad_operand(const Tensor& dy, const Tensor& saved) {
+  return saved.dtype() == DType::bf16 ? to_bf16(dy) : dy;
+}
 
 /// Shapes of a (possibly batched) product; throws "<op>: (..) x (..) ..." on a mismatch.
 GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, int batch_dims) {
@@ -37,25 +61,26 @@ GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool t
 struct MatmulOp {
   static constexpr const char* kName = "matmul";
   struct Saved {
-    Tensor a, b;
+    Tensor a, b;  // the operands as multiplied: f32/f64, or their bf16 copies
     GemmShape s;
     Shape a_shape, b_shape;
   };
   static Tensor forward(const GemmShape& s, const Tensor& a, const Tensor& b, Shape out_shape) {
-    Tensor c = Tensor::empty(out_shape, a.dtype());
+    Tensor c = Tensor::empty(out_shape, a.dtype() == DType::bf16 ? DType::f32 : a.dtype());
     kernels::gemm(s, a, b, c, false);
     return c;
   }
   // C = op(A) op(B). See the derivation: dA = dC op(B)^T, dB = op(A)^T dC, written for stored layouts.
-  static void backward(const Saved& sv, const Tensor& dc, std::vector<GradSlot>& g) {
+  static void backward(const Saved& sv, const Tensor& dc_in, std::vector<GradSlot>& g) {
     const GemmShape& s = sv.s;
+    const Tensor dc = grad_operand(dc_in, sv.a);
     if (g[0].needed()) {
-      Tensor& da = g[0].prepare(sv.a_shape, dc.dtype());
+      Tensor& da = g[0].prepare(sv.a_shape, dc_in.dtype());
       if (!s.trans_a) kernels::gemm({s.batch, s.m, s.k, s.n, false, !s.trans_b}, dc, sv.b, da, g[0].accumulate);
       else kernels::gemm({s.batch, s.k, s.m, s.n, s.trans_b, true}, sv.b, dc, da, g[0].accumulate);
     }
     if (g[1].needed()) {
-      Tensor& db = g[1].prepare(sv.b_shape, dc.dtype());
+      Tensor& db = g[1].prepare(sv.b_shape, dc_in.dtype());
       if (!s.trans_b) kernels::gemm({s.batch, s.k, s.n, s.m, !s.trans_a, false}, sv.a, dc, db, g[1].accumulate);
       else kernels::gemm({s.batch, s.n, s.k, s.m, true, s.trans_a}, dc, sv.a, db, g[1].accumulate);
     }
@@ -70,6 +95,12 @@ Variable product(const char* op, const Variable& a, const Variable& b, bool ta, 
   for (int i = 0; i < batch_dims; ++i) out.push_back(av.size(i));
   out.push_back(s.m);
   out.push_back(s.n);
+  if (bf16_product(av)) {
+    Tensor ab = to_bf16(av);
+    Tensor bb = &av == &bv ? ab : to_bf16(bv);
+    Tensor c = MatmulOp::forward(s, ab, bb, out);
+    return detail::record<MatmulOp>(c, {a, b}, {ab, bb, s, av.shape(), bv.shape()});
+  }
   Tensor c = MatmulOp::forward(s, av, bv, out);
   return detail::record<MatmulOp>(c, {a, b}, {av, bv, s, av.shape(), bv.shape()});
 }
@@ -77,21 +108,22 @@ Variable product(const char* op, const Variable& a, const Variable& b, bool ta, 
 struct LinearOp {
   static constexpr const char* kName = "linear";
   struct Saved {
-    Tensor x2, w;  // x2: (N, in)
+    Tensor x2, w;  // x2: (N, in); both f32/f64, or their bf16 copies
     Shape x_shape;
     bool has_bias;
   };
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     const int64_t n = sv.x2.size(0), in = sv.x2.size(1), out = sv.w.size(0);
     Tensor dy2 = dy.reshape({n, out});
+    const Tensor dyg = g[0].needed() || g[1].needed() ? grad_operand(dy2, sv.w) : dy2;
     if (g[0].needed()) {
       Tensor& dx = g[0].prepare(sv.x_shape, dy.dtype());
       Tensor dx2 = dx.reshape({n, in});
-      kernels::gemm({1, n, in, out, false, false}, dy2, sv.w, dx2, g[0].accumulate);
+      kernels::gemm({1, n, in, out, false, false}, dyg, sv.w, dx2, g[0].accumulate);
     }
     if (g[1].needed()) {
       Tensor& dw = g[1].prepare(sv.w.shape(), dy.dtype());
-      kernels::gemm({1, out, in, n, true, false}, dy2, sv.x2, dw, g[1].accumulate);
+      kernels::gemm({1, out, in, n, true, false}, dyg, sv.x2, dw, g[1].accumulate);
     }
     if (sv.has_bias && g[2].needed()) {
       Tensor& db = g[2].prepare({out}, dy.dtype());
@@ -132,8 +164,25 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor y = Tensor::empty(ys, xv.dtype());
   Tensor x2 = xv.reshape({n, in});
   Tensor y2 = y.reshape({n, out});
+  if (bf16_product(xv)) {
+    Tensor xb = to_bf16(x2), wb = to_bf16(w);
+    kernels::gemm({1, n, out, in, false, true}, xb, wb, y2, false, b);
+    return detail::record<LinearOp>(y, {x, weight, bias}, {xb, wb, xv.shape(), b != nullptr});
+  }
   kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
   return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr});
 }
+
+void set_matmul_precision(MatmulPrecision p) {
+  BERTRAIN_CHECK(p == MatmulPrecision::f32 || p == MatmulPrecision::bf16, "set_matmul_precision: unknown value ",
+                 static_cast<int>(p));
+  g_precision.store(p, std::memory_order_relaxed);
+}
+
+MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::bf16 ? "bf16" : "f32"; }
+
+bool matmul_bf16_native() { return kernels::gemm_bf16_native(); }
 
 }  // namespace bertrain
