@@ -1,6 +1,6 @@
 // matmul.cpp: matmul, bmm and linear, forward and backward side by side; all go through kernels::gemm.
-// Under MatmulPrecision::bf16 the f32 operands are converted to bf16 here and the bf16 copies are what the
-// ops save for backward (ops.h explains the contract).
+// Under MatmulPrecision::bf16 the f32 operands are converted to bf16 here, for the forward gemm and again in
+// backward (ops.h explains the contract and why the bf16 copies are not kept).
 #include <atomic>
 
 #include "bertrain/ops/ops.h"
@@ -29,10 +29,8 @@ Tensor to_bf16(const Tensor& t) {
   return r;
 }
 
-/// The gradient in the dtype of the saved operands: rounded to bf16 once when they are bf16.
-Tensor grad_operand(const Tensor& dy, const Tensor& saved) {
-  return saved.dtype() == DType::bf16 ? to_bf16(dy) : dy;
-}
+/// `t` as a gemm operand: its bf16 copy when the product runs in bf16, else `t` itself.
+Tensor operand(const Tensor& t, bool bf16) { return bf16 ? to_bf16(t) : t; }
 
 /// Shapes of a (possibly batched) product; throws "<op>: (..) x (..) ..." on a mismatch.
 GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, int batch_dims) {
@@ -61,9 +59,10 @@ GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool t
 struct MatmulOp {
   static constexpr const char* kName = "matmul";
   struct Saved {
-    Tensor a, b;  // the operands as multiplied: f32/f64, or their bf16 copies
+    Tensor a, b;
     GemmShape s;
     Shape a_shape, b_shape;
+    bool bf16;  // the forward ran in bf16: so do both gradient gemms
   };
   static Tensor forward(const GemmShape& s, const Tensor& a, const Tensor& b, Shape out_shape) {
     Tensor c = Tensor::empty(out_shape, a.dtype() == DType::bf16 ? DType::f32 : a.dtype());
@@ -73,16 +72,18 @@ struct MatmulOp {
   // C = op(A) op(B). See the derivation: dA = dC op(B)^T, dB = op(A)^T dC, written for stored layouts.
   static void backward(const Saved& sv, const Tensor& dc_in, std::vector<GradSlot>& g) {
     const GemmShape& s = sv.s;
-    const Tensor dc = grad_operand(dc_in, sv.a);
+    const Tensor dc = operand(dc_in, sv.bf16);  // rounded once, used by both gradients
     if (g[0].needed()) {
       Tensor& da = g[0].prepare(sv.a_shape, dc_in.dtype());
-      if (!s.trans_a) kernels::gemm({s.batch, s.m, s.k, s.n, false, !s.trans_b}, dc, sv.b, da, g[0].accumulate);
-      else kernels::gemm({s.batch, s.k, s.m, s.n, s.trans_b, true}, sv.b, dc, da, g[0].accumulate);
+      const Tensor b = operand(sv.b, sv.bf16);
+      if (!s.trans_a) kernels::gemm({s.batch, s.m, s.k, s.n, false, !s.trans_b}, dc, b, da, g[0].accumulate);
+      else kernels::gemm({s.batch, s.k, s.m, s.n, s.trans_b, true}, b, dc, da, g[0].accumulate);
     }
     if (g[1].needed()) {
       Tensor& db = g[1].prepare(sv.b_shape, dc_in.dtype());
-      if (!s.trans_b) kernels::gemm({s.batch, s.k, s.n, s.m, !s.trans_a, false}, sv.a, dc, db, g[1].accumulate);
-      else kernels::gemm({s.batch, s.n, s.k, s.m, true, s.trans_a}, dc, sv.a, db, g[1].accumulate);
+      const Tensor a = operand(sv.a, sv.bf16);
+      if (!s.trans_b) kernels::gemm({s.batch, s.k, s.n, s.m, !s.trans_a, false}, a, dc, db, g[1].accumulate);
+      else kernels::gemm({s.batch, s.n, s.k, s.m, true, s.trans_a}, dc, a, db, g[1].accumulate);
     }
   }
 };
@@ -95,35 +96,38 @@ Variable product(const char* op, const Variable& a, const Variable& b, bool ta, 
   for (int i = 0; i < batch_dims; ++i) out.push_back(av.size(i));
   out.push_back(s.m);
   out.push_back(s.n);
-  if (bf16_product(av)) {
+  const bool bf16 = bf16_product(av);
+  Tensor c;
+  if (bf16) {
     Tensor ab = to_bf16(av);
     Tensor bb = &av == &bv ? ab : to_bf16(bv);
-    Tensor c = MatmulOp::forward(s, ab, bb, out);
-    return detail::record<MatmulOp>(c, {a, b}, {ab, bb, s, av.shape(), bv.shape()});
+    c = MatmulOp::forward(s, ab, bb, out);
+  } else {
+    c = MatmulOp::forward(s, av, bv, out);
   }
-  Tensor c = MatmulOp::forward(s, av, bv, out);
-  return detail::record<MatmulOp>(c, {a, b}, {av, bv, s, av.shape(), bv.shape()});
+  return detail::record<MatmulOp>(c, {a, b}, {av, bv, s, av.shape(), bv.shape(), bf16});
 }
 
 struct LinearOp {
   static constexpr const char* kName = "linear";
   struct Saved {
-    Tensor x2, w;  // x2: (N, in); both f32/f64, or their bf16 copies
+    Tensor x2, w;  // x2: (N, in)
     Shape x_shape;
     bool has_bias;
+    bool bf16;  // the forward ran in bf16: so do both gradient gemms
   };
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     const int64_t n = sv.x2.size(0), in = sv.x2.size(1), out = sv.w.size(0);
     Tensor dy2 = dy.reshape({n, out});
-    const Tensor dyg = g[0].needed() || g[1].needed() ? grad_operand(dy2, sv.w) : dy2;
+    const Tensor dyg = operand(dy2, sv.bf16 && (g[0].needed() || g[1].needed()));  // rounded once for both
     if (g[0].needed()) {
       Tensor& dx = g[0].prepare(sv.x_shape, dy.dtype());
       Tensor dx2 = dx.reshape({n, in});
-      kernels::gemm({1, n, in, out, false, false}, dyg, sv.w, dx2, g[0].accumulate);
+      kernels::gemm({1, n, in, out, false, false}, dyg, operand(sv.w, sv.bf16), dx2, g[0].accumulate);
     }
     if (g[1].needed()) {
       Tensor& dw = g[1].prepare(sv.w.shape(), dy.dtype());
-      kernels::gemm({1, out, in, n, true, false}, dyg, sv.x2, dw, g[1].accumulate);
+      kernels::gemm({1, out, in, n, true, false}, dyg, operand(sv.x2, sv.bf16), dw, g[1].accumulate);
     }
     if (sv.has_bias && g[2].needed()) {
       Tensor& db = g[2].prepare({out}, dy.dtype());
@@ -164,13 +168,10 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor y = Tensor::empty(ys, xv.dtype());
   Tensor x2 = xv.reshape({n, in});
   Tensor y2 = y.reshape({n, out});
-  if (bf16_product(xv)) {
-    Tensor xb = to_bf16(x2), wb = to_bf16(w);
-    kernels::gemm({1, n, out, in, false, true}, xb, wb, y2, false, b);
-    return detail::record<LinearOp>(y, {x, weight, bias}, {xb, wb, xv.shape(), b != nullptr});
-  }
-  kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
-  return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr});
+  const bool bf16 = bf16_product(xv);
+  if (bf16) kernels::gemm({1, n, out, in, false, true}, to_bf16(x2), to_bf16(w), y2, false, b);
+  else kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
+  return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr, bf16});
 }
 
 void set_matmul_precision(MatmulPrecision p) {

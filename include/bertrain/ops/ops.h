@@ -32,9 +32,12 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 /// does it for matmuls. Parameters, gradients and optimizer state stay f32 (master weights); every other op
 /// (layer norm and softmax statistics, GELU, losses) still runs in f32. Error: each operand is rounded by at
 /// most 2^-9 relative, so each term a_ik b_kj by at most about 2^-8 relative, then summed in f32:
-/// |c - exact| <= (2^-8 + k 2^-24) sum_k |a_ik b_kj| (roughly; tested against f64 in ops_test). The op saves the bf16 operand copies
-/// for backward (half the memory of f32), so backward uses the precision the forward ran in, whatever the
-/// setting is by then; the incoming gradient is rounded to bf16 once and feeds both gradient gemms.
+/// |c - exact| <= (2^-8 + k 2^-24) sum_k |a_ik b_kj| (roughly; tested against f64 in tests/bf16_test.cpp).
+/// Backward runs in the precision the forward ran in (recorded with the op), whatever the setting is by then:
+/// the incoming gradient is rounded to bf16 once for both gradient gemms, and the saved f32 operands are
+/// rounded again (the same bits as in forward). The bf16 copies are not kept between forward and backward:
+/// the graph holds the f32 inputs anyway, so keeping them would add memory (measured +1.2 GB, +17%, on
+/// bert-base at 32 x 128) to save conversions that cost about 1% of a step.
 /// f64 tensors are never affected (gradient checks stay exact).
 /// On a CPU without AVX512_BF16 (see matmul_bf16_native) oneDNN emulates bf16: correct, but slower than f32.
 enum class MatmulPrecision { f32, bf16 };
