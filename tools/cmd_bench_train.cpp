@@ -4,6 +4,7 @@
 // --bf16: the same steps with bf16 matmuls (MatmulPrecision::bf16); MFU then uses the measured bf16
 // dot-product peak (VDPBF16PS), and the JSON also gives the MFU against the fp32 peak.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -159,6 +160,13 @@ Batch synthetic_batch(const BertConfig& c, int64_t B, int64_t T, int64_t P, Rng&
   return batch;
 }
 
+/// CPU time of the whole process (all threads), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double max_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -172,6 +180,7 @@ struct Result {
   FlopCount flops;
   double step_median = 0, step_mean = 0, step_min = 0, step_max = 0;
   double forward_median = 0, backward_median = 0, optimizer_median = 0;  // the parts of a step, each a median
+  double cpu_median = 0;  // process CPU seconds per step (all threads): robust to other jobs with --num_threads 1
   double loss_first = 0, loss_last = 0;
   double rss_mib = 0, alloc_peak_mib = 0;
 };
@@ -196,13 +205,14 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   for (int i = 0; i < 4; ++i) batches.push_back(synthetic_batch(c, r.B, r.T, r.P, data_rng));
 
   CachingAllocator::instance().reset_peak();
-  std::vector<double> times, fwd, bwd, optim;
+  std::vector<double> times, fwd, bwd, optim, cpu;
   using Clock = std::chrono::steady_clock;
   auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   for (int s = 0; s < f.warmup + f.steps; ++s) {
     Batch& b = batches[s % batches.size()];
     b.in.first_sample = s * r.B;
     b.in.dropout_seed = f.seed;
+    const double c0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     PretrainingOutput out = model.forward(b.in, b.targets);
     const auto t1 = Clock::now();
@@ -214,11 +224,13 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
     opt.step(1e-4);
     opt.zero_grad();
     const auto t3 = Clock::now();
+    const double c3 = process_cpu_seconds();
     BERTRAIN_CHECK(std::isfinite(loss), "bench train: ", model_name, " T=", T, ": non-finite loss at step ", s);
     if (s == 0) r.loss_first = loss;
     r.loss_last = loss;
     if (s >= f.warmup) {
       times.push_back(secs(t0, t3));
+      cpu.push_back(c3 - c0);
       fwd.push_back(secs(t0, t1));
       bwd.push_back(secs(t1, t2));
       optim.push_back(secs(t2, t3));
@@ -233,6 +245,7 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   r.backward_median = median(bwd);
   r.optimizer_median = median(optim);
   r.step_median = median(times);
+  r.cpu_median = median(cpu);
   r.step_mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
   r.step_min = *std::min_element(times.begin(), times.end());
   r.step_max = *std::max_element(times.begin(), times.end());
@@ -306,8 +319,9 @@ int run_train_bench(const TrainBenchFlags& f) {
       std::printf("%-6s %4ld %3ld %3ld %8.2f %10.1f %9.1f %8.2f %10.0f %8.1f %5.1f%% %9.0f %10.0f\n", shown.c_str(),
                   (long)r.T, (long)r.B, (long)r.P, r.params / 1e6, r.flops.total() / 1e9, r.step_median * 1e3, seq_s,
                   seq_s * static_cast<double>(r.T), gflops, 100.0 * mfu, r.rss_mib, r.alloc_peak_mib);
-      std::printf("       step parts (medians): forward %.1f ms, backward %.1f ms, clip + LAMB + zero_grad %.1f ms\n",
-                  r.forward_median * 1e3, r.backward_median * 1e3, r.optimizer_median * 1e3);
+      std::printf("       step parts (medians): forward %.1f ms, backward %.1f ms, clip + LAMB + zero_grad %.1f ms; "
+                  "process CPU time %.1f ms per step\n",
+                  r.forward_median * 1e3, r.backward_median * 1e3, r.optimizer_median * 1e3, r.cpu_median * 1e3);
       std::fflush(stdout);
       if (json.is_open()) {
         nlohmann::json j{{"bench", "train"}, {"framework", "bertrain"}, {"model", name}, {"seq_len", r.T},
@@ -318,6 +332,7 @@ int run_train_bench(const TrainBenchFlags& f) {
                          {"flops_pooler_nsp", r.flops.pooler_nsp}, {"step_seconds_median", r.step_median},
                          {"step_seconds_mean", r.step_mean}, {"step_seconds_min", r.step_min},
                          {"step_seconds_max", r.step_max}, {"forward_seconds_median", r.forward_median},
+                         {"step_cpu_seconds_median", r.cpu_median},
                          {"backward_seconds_median", r.backward_median},
                          {"optimizer_seconds_median", r.optimizer_median}, {"sequences_per_second", seq_s},
                          {"tokens_per_second", seq_s * static_cast<double>(r.T)}, {"gflops", gflops},
@@ -356,7 +371,9 @@ BenchRegistrar reg{
            "dropout, losses and the optimizer are not counted. MFU = achieved GFLOP/s / the fp32 FMA peak measured\n"
            "at the start of the same run (`bertrain bench peak`); with --bf16, / the bf16 dot-product (VDPBF16PS)\n"
            "peak measured the same way (JSON mfu_fp32_peak keeps the fp32 ratio). rss_mib: getrusage ru_maxrss;\n"
-           "alloc_mib: peak bytes in use in bertrain's caching allocator during the config.");
+           "alloc_mib: peak bytes in use in bertrain's caching allocator during the config. The process CPU time per\n"
+           "step counts all threads (spin-waiting included); with --num_threads 1 it measures the work of a step\n"
+           "even while other jobs share the cores, where wall times are not comparable.");
        sub.add_option("--models", f->models, "comma-separated: tiny, mini, small, base or config .json paths (default all four)");
        sub.add_option("--seq_lens", f->seq_lens, "comma-separated sequence lengths (default 128,512)");
        sub.add_option("--batch_size", f->batch_size, "sequences per step (default 4096 / T: 32 at 128, 8 at 512)");
