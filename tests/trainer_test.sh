@@ -144,7 +144,7 @@ JSON
     # --bf16 (recipe key "bf16"): the resolved recipe records it, the log says so, the losses are finite and
     # within 2% of the f32 run's from the same seed (3 steps: only the matmuls' rounding differs), and not
     # identical to them (the flag took effect). A recipe value of the wrong type is an error naming the key.
-    rm -rf "$work/bf_a" "$work/bf_b" "$work/bf_c"
+    rm -rf "$work/bf_a" "$work/bf_b" "$work/bf_c" "$work/bf_d" "$work/bf_e"
     run --output_dir="$work/bf_a" --num_train_steps=3 --train_batch_size=8 > /dev/null
     out=$(run --output_dir="$work/bf_b" --num_train_steps=3 --train_batch_size=8 --bf16 2>&1)
     grep -q "bf16 mixed precision" <<<"$out" || { echo "no bf16 log line:" >&2; echo "$out" >&2; exit 1; }
@@ -175,6 +175,17 @@ PY
       echo "$out" >&2
       exit 1
     fi
+    # Without AVX-512 (here: oneDNN limited to AVX2) oneDNN 2.6 has no bf16 matmul: a clear error at start-up.
+    set +e
+    out=$(DNNL_MAX_CPU_ISA=AVX2 "$bin" "${common[@]}" --output_dir="$work/bf_e" --num_train_steps=2 --bf16 2>&1)
+    rc=$?
+    set -e
+    if [ "$rc" -eq 0 ] || ! grep -q "bf16 matmuls need a CPU with AVX-512" <<<"$out"; then
+      echo "expected the no-AVX-512 error, got rc=$rc:" >&2
+      echo "$out" >&2
+      exit 1
+    fi
+    test ! -e "$work/bf_e/metrics.jsonl" || { echo "trained before failing" >&2; exit 1; }
     ;;
   *)
     echo "unknown case $case_name" >&2

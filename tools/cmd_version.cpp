@@ -17,7 +17,9 @@ Registrar reg{{"info", "print the version, thread count and oneDNN version", [](
                    std::cout << "bertrain " << BERTRAIN_VERSION << "\nthreads " << num_threads() << "\noneDNN "
                              << v->major << "." << v->minor << "." << v->patch << " (cpu runtime "
                              << (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\nbf16 matmuls (--bf16) "
-                             << (matmul_bf16_native() ? "native (AVX512_BF16)" : "emulated by oneDNN (slower than f32)")
+                             << (matmul_bf16_native()      ? "native (AVX512_BF16)"
+                                 : matmul_bf16_supported() ? "emulated by oneDNN (slower than f32)"
+                                                           : "unavailable (needs AVX-512)")
                              << "\n";
                    return 0;
                  });

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <tuple>
 
 namespace bertrain::kernels {
@@ -68,6 +69,19 @@ const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands
   return g_cache.emplace(key, std::move(p)).first->second;
 }
 
+/// get_prim, with oneDNN's "could not create a primitive descriptor" (in practice: bf16 on a CPU without
+/// AVX-512) turned into a bertrain::Error naming the product.
+const Prim& get_prim_or_throw(const GemmShape& s, bool acc, bool has_bias, DType operands) {
+  try {
+    return get_prim(s, acc, has_bias, operands);
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("gemm: oneDNN has no ") + dtype_name(operands) + " matmul for " +
+                std::to_string(s.batch) + " x (" + std::to_string(s.m) + " x " + std::to_string(s.k) + ") x (" +
+                std::to_string(s.k) + " x " + std::to_string(s.n) + ") on this CPU: " + e.what() +
+                (operands == DType::bf16 ? " (bf16 needs AVX-512; run without --bf16)" : ""));
+  }
+}
+
 void gemm_f64(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool acc, const Tensor* bias) {
   using M = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const double* pa = a.data<double>();
@@ -104,7 +118,7 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   }
   BERTRAIN_ASSERT((a.dtype() == DType::f32 || a.dtype() == DType::bf16) && b.dtype() == a.dtype() &&
                   c.dtype() == DType::f32 && (!bias || bias->dtype() == DType::f32));
-  const Prim& p = get_prim(s, accumulate, bias != nullptr, a.dtype());
+  const Prim& p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype());
   static thread_local dnnl::stream stream(engine());
   dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
   if (bias) {
@@ -119,6 +133,12 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
 bool gemm_bf16_native() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);  // ISA values are bit sets
+  return (isa & need) == need;
+}
+
+bool gemm_bf16_supported() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   return (isa & need) == need;
 }
 

@@ -27,5 +27,8 @@ int64_t gemm_primitives_created();
 /// True when oneDNN runs bf16 matmuls natively here (its effective ISA includes AVX512_BF16, which
 /// DNNL_MAX_CPU_ISA can lower). False: bf16 gemms still work but oneDNN emulates them, slower than f32.
 bool gemm_bf16_native();
+/// True when oneDNN has any bf16 matmul here: its effective ISA includes AVX-512 (avx512_core; emulated
+/// without AVX512_BF16). oneDNN 2.6 has none for AVX2-only CPUs.
+bool gemm_bf16_supported();
 
 }  // namespace bertrain::kernels

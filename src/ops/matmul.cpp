@@ -177,6 +177,9 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 void set_matmul_precision(MatmulPrecision p) {
   BERTRAIN_CHECK(p == MatmulPrecision::f32 || p == MatmulPrecision::bf16, "set_matmul_precision: unknown value ",
                  static_cast<int>(p));
+  BERTRAIN_CHECK(p != MatmulPrecision::bf16 || kernels::gemm_bf16_supported(),
+                 "bf16 matmuls need a CPU with AVX-512 (native with AVX512_BF16, emulated by oneDNN without it); "
+                 "oneDNN finds none here (or DNNL_MAX_CPU_ISA is below AVX512_CORE): run without --bf16");
   g_precision.store(p, std::memory_order_relaxed);
 }
 
@@ -185,5 +188,7 @@ MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_r
 const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::bf16 ? "bf16" : "f32"; }
 
 bool matmul_bf16_native() { return kernels::gemm_bf16_native(); }
+
+bool matmul_bf16_supported() { return kernels::gemm_bf16_supported(); }
 
 }  // namespace bertrain

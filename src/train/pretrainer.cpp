@@ -138,10 +138,12 @@ struct PretrainTrainer::Impl {
       global_step = sched->phase_start(phase);
     }
     if (o.resume) resume();
-    if (r.bf16)
+    if (r.bf16) {
+      MatmulPrecisionGuard check(MatmulPrecision::bf16);  // throws here, before any work, without AVX-512
       spdlog::info("bf16 mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights ({})",
                    matmul_bf16_native() ? "native AVX512_BF16"
                                         : "this CPU has no AVX512_BF16: oneDNN emulates it, slower than f32");
+    }
     if (comm->size() > 1) {
       check_same_parameters(params, *comm);  // same seed or same checkpoint on every rank
       BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);

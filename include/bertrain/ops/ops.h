@@ -39,11 +39,13 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 /// the graph holds the f32 inputs anyway, so keeping them would add memory (measured +1.2 GB, +17%, on
 /// bert-base at 32 x 128) to save conversions that cost about 1% of a step.
 /// f64 tensors are never affected (gradient checks stay exact).
-/// On a CPU without AVX512_BF16 (see matmul_bf16_native) oneDNN emulates bf16: correct, but slower than f32.
+/// On a CPU without AVX512_BF16 (see matmul_bf16_native) oneDNN emulates bf16 with AVX-512: correct, but
+/// slower than f32. Without AVX-512 (see matmul_bf16_supported) oneDNN 2.6 has no bf16 matmul at all.
 enum class MatmulPrecision { f32, bf16 };
 
 /// Sets the process-wide precision (it is read when a product's forward runs; not meant to be changed while
-/// another thread is running a forward pass).
+/// another thread is running a forward pass). Throws bertrain::Error for bf16 when !matmul_bf16_supported(),
+/// or for a value outside the enum.
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();
 /// "f32" or "bf16".
@@ -51,6 +53,8 @@ const char* matmul_precision_name(MatmulPrecision p);
 /// True when bf16 products run on native AVX512_BF16 kernels (oneDNN's effective ISA includes
 /// avx512_core_bf16; DNNL_MAX_CPU_ISA can lower it); false means emulated and slower than f32.
 bool matmul_bf16_native();
+/// True when bf16 products can run at all (oneDNN's effective ISA includes AVX-512, avx512_core).
+bool matmul_bf16_supported();
 
 /// Scoped precision (RAII, like torch.autocast): sets `p` for its lifetime and restores the previous one.
 class MatmulPrecisionGuard {
