@@ -2,6 +2,8 @@
 # bench_test.sh BUILD_DIR SOURCE_DIR MODE: smoke tests of the training benchmarks.
 #   train: `bertrain bench train` on bert-tiny, built in and from configs/model/bert-tiny.json: every printed and
 #          JSON field present, the FLOP count equal to the documented formula, positive rates, MFU in (0, 1].
+#   train_bf16: the same with --bf16 (one model): the JSON says bf16, MFU relative to the measured bf16 peak
+#          (about 2x the fp32 one where the CPU has AVX512_BF16), mfu_fp32_peak present.
 #   torch: scripts/bench_torch.py on bert-tiny (batch 4): the same JSON fields. Exit 77 (skipped) without torch.
 set -euo pipefail
 build=$1 src=$2 mode=$3
@@ -23,15 +25,22 @@ expected = 6*B*T*L*(4*H*H+2*H*I) + 12*B*NH*T*T*HS*L + 6*B*P*(H*H+H*V) + 6*B*(H*H
 for r in recs:
     missing = [f for f in fields if f not in r]
     assert not missing, f"missing fields {missing} in {r}"
-    assert r["framework"] == fw and r["seq_len"] == T and r["batch_size"] == B, r
+    assert r["framework"] == fw.replace("_bf16", "") and r["seq_len"] == T and r["batch_size"] == B, r
     assert r["flops_per_step"] == expected, (r["flops_per_step"], expected)
     assert r["sequences_per_second"] > 0 and abs(r["tokens_per_second"] - T * r["sequences_per_second"]) < 1e-6 * r["tokens_per_second"]
     assert abs(r["gflops"] - r["flops_per_step"] / r["step_seconds_median"] / 1e9) < 1e-6 * r["gflops"]
     assert 0 < r["mfu"] <= 1.0, r["mfu"]
     assert r["max_rss_mib"] > 10, r["max_rss_mib"]
     assert r["loss_first"] > 5 and r["loss_last"] > 5, "loss of a random model over 30522 ids is ~ln(30522)+ln(2)"
+if fw == "bertrain_bf16":
+    r = recs[0]
+    assert r["precision"] == "bf16", r["precision"]
+    assert 0 < r["mfu_fp32_peak"] and abs(r["mfu_fp32_peak"] - r["gflops"] / r["fp32_peak_gflops"]) < 1e-9
+    if r["peak_gflops"] != r["fp32_peak_gflops"]:  # a bf16 peak was measured (AVX512_BF16)
+        assert r["peak_gflops"] > 1.3 * r["fp32_peak_gflops"], (r["peak_gflops"], r["fp32_peak_gflops"])
 if fw == "bertrain":
     a, b = recs
+    assert a["precision"] == b["precision"] == "fp32"
     assert a["params"] == b["params"] == 4433468, (a["params"], b["params"])  # tiny with tied decoder
     assert a["flops_per_step"] == b["flops_per_step"]
 print(f"{len(recs)} records OK")
@@ -46,6 +55,12 @@ case "$mode" in
     done
     test "$(grep -c '^tiny ' "$tmp/out.txt")" = 1 || { echo "expected one row for tiny"; exit 1; }
     check_json "$tmp/out.jsonl" 2 bertrain
+    ;;
+  train_bf16)
+    "$build/bertrain" bench train --models tiny --seq_lens 128 --steps 2 --warmup 1 --peak_seconds 0.05 --bf16 \
+      --json_out "$tmp/out.jsonl" | tee "$tmp/out.txt"
+    grep -q "bf16 matmuls" "$tmp/out.txt" || { echo "missing the bf16 header"; exit 1; }
+    check_json "$tmp/out.jsonl" 1 bertrain_bf16
     ;;
   torch)
     /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipped: /usr/bin/python3 has no torch"; exit 77; }

@@ -140,6 +140,53 @@ JSON
     expect_fail "must be a multiple of micro_batch_size" run --output_dir="$work/sc6" --train_batch_size=6 --micro_batch_size=4 --num_train_steps=3
     expect_fail "unknown flag --learning_rat" run --output_dir="$work/sc7" --learning_rat=3 --num_train_steps=3
     ;;
+  bf16)
+    # --bf16 (recipe key "bf16"): the resolved recipe records it, the log says so, the losses are finite and
+    # within 2% of the f32 run's from the same seed (3 steps: only the matmuls' rounding differs), and not
+    # identical to them (the flag took effect). A recipe value of the wrong type is an error naming the key.
+    rm -rf "$work/bf_a" "$work/bf_b" "$work/bf_c" "$work/bf_d" "$work/bf_e"
+    run --output_dir="$work/bf_a" --num_train_steps=3 --train_batch_size=8 > /dev/null
+    out=$(run --output_dir="$work/bf_b" --num_train_steps=3 --train_batch_size=8 --bf16 2>&1)
+    grep -q "bf16 mixed precision" <<<"$out" || { echo "no bf16 log line:" >&2; echo "$out" >&2; exit 1; }
+    run --output_dir="$work/bf_c" --num_train_steps=2 --train_batch_size=8 --bf16=false > /dev/null
+    /usr/bin/python3 - "$work" <<'PY'
+import json, math, sys
+w = sys.argv[1]
+def losses(d):
+    return [j["loss"] for j in map(json.loads, open(f"{w}/{d}/metrics.jsonl")) if "loss" in j and not j.get("eval")]
+assert json.load(open(f"{w}/bf_a/recipe.json"))["bf16"] is False
+assert json.load(open(f"{w}/bf_b/recipe.json"))["bf16"] is True
+assert json.load(open(f"{w}/bf_c/recipe.json"))["bf16"] is False
+a, b = losses("bf_a"), losses("bf_b")
+assert len(a) == len(b) == 3, (a, b)
+for x, y in zip(a, b):
+    assert math.isfinite(y) and abs(x - y) <= 0.02 * abs(x), (a, b)
+assert a != b, "bf16 losses identical to f32: the flag had no effect"
+print("ok: f32", a, "bf16", b)
+PY
+    echo '{"bf16": "yes"}' > "$work/bf16_bad.json"
+    set +e
+    out=$("$bin" --num_threads 1 pretrain --config "$work/bf16_bad.json" "${common[@]:3}" --output_dir="$work/bf_d" \
+          --num_train_steps=2 2>&1)
+    rc=$?
+    set -e
+    if [ "$rc" -eq 0 ] || ! grep -q "key 'bf16' has the wrong type" <<<"$out"; then
+      echo "expected a wrong-type error for bf16, got rc=$rc:" >&2
+      echo "$out" >&2
+      exit 1
+    fi
+    # Without AVX-512 (here: oneDNN limited to AVX2) oneDNN 2.6 has no bf16 matmul: a clear error at start-up.
+    set +e
+    out=$(DNNL_MAX_CPU_ISA=AVX2 "$bin" "${common[@]}" --output_dir="$work/bf_e" --num_train_steps=2 --bf16 2>&1)
+    rc=$?
+    set -e
+    if [ "$rc" -eq 0 ] || ! grep -q "bf16 matmuls need a CPU with AVX-512" <<<"$out"; then
+      echo "expected the no-AVX-512 error, got rc=$rc:" >&2
+      echo "$out" >&2
+      exit 1
+    fi
+    test ! -e "$work/bf_e/metrics.jsonl" || { echo "trained before failing" >&2; exit 1; }
+    ;;
   *)
     echo "unknown case $case_name" >&2
     exit 2

@@ -62,7 +62,33 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2(long iters) {
   return r;
 }
 
+// The bf16 loop: x <- x + sum of the 2 products a * b per lane (VDPBF16PS), with a = b = 2^-10 in bf16, so
+// each chain grows by 2^-19 per instruction: no overflow or denormals for any realistic run length.
+#define BERTRAIN_DP16(F)                                                                                      \
+  x0 = F(x0, a, a); x1 = F(x1, a, a); x2 = F(x2, a, a); x3 = F(x3, a, a); x4 = F(x4, a, a);                   \
+  x5 = F(x5, a, a); x6 = F(x6, a, a); x7 = F(x7, a, a); x8 = F(x8, a, a); x9 = F(x9, a, a);                   \
+  x10 = F(x10, a, a); x11 = F(x11, a, a); x12 = F(x12, a, a); x13 = F(x13, a, a); x14 = F(x14, a, a);         \
+  x15 = F(x15, a, a)
+
+__attribute__((target("avx512f,avx512bf16"))) float dpbf16_chains(long iters) {
+  const __m512 q = _mm512_set1_ps(1.0f / 1024);
+  const __m512bh a = _mm512_cvtne2ps_pbh(q, q);
+  __m512 x0 = _mm512_set1_ps(0.0f), x1 = _mm512_set1_ps(0.1f), x2 = _mm512_set1_ps(0.2f), x3 = _mm512_set1_ps(0.3f);
+  __m512 x4 = _mm512_set1_ps(0.4f), x5 = _mm512_set1_ps(0.5f), x6 = _mm512_set1_ps(0.6f), x7 = _mm512_set1_ps(0.7f);
+  __m512 x8 = _mm512_set1_ps(0.8f), x9 = _mm512_set1_ps(0.9f), x10 = _mm512_set1_ps(1.0f), x11 = _mm512_set1_ps(1.1f);
+  __m512 x12 = _mm512_set1_ps(1.2f), x13 = _mm512_set1_ps(1.3f), x14 = _mm512_set1_ps(1.4f), x15 = _mm512_set1_ps(1.5f);
+  for (long i = 0; i < iters; ++i) {
+    BERTRAIN_DP16(_mm512_dpbf16_ps);
+  }
+  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
+                           _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
+  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)),
+                                     _mm512_add_ps(_mm512_add_ps(x12, x13), _mm512_add_ps(x14, x15))));
+  return _mm512_reduce_add_ps(s);
+}
+
 #undef BERTRAIN_FMA16
+#undef BERTRAIN_DP16
 
 volatile float g_sink = 0;  // where the loops' results go, so none is optimised away
 
@@ -106,11 +132,15 @@ int run_peak(double seconds, const std::string& json_out) {
   std::printf("  AVX-512: %10.1f GFLOP/s%s\n", p.avx512, p.avx512 > 0 ? "" : " (not supported)");
   std::printf("  AVX2:    %10.1f GFLOP/s%s\n", p.avx2, p.avx2 > 0 ? "" : " (not supported)");
   std::printf("peak_gflops %.1f (%s)\n", p.gflops, p.isa.c_str());
+  const double bf = measure_bf16_dot_peak(seconds);
+  if (bf > 0) std::printf("bf16_peak_gflops %.1f (AVX512_BF16 VDPBF16PS loop; the MFU denominator of bench train --bf16)\n", bf);
+  else std::printf("bf16_peak_gflops: not measured (this CPU has no AVX512_BF16)\n");
   if (!json_out.empty()) {
     std::ofstream f(json_out, std::ios::app);
     BERTRAIN_CHECK(f.good(), "bench peak: cannot open --json_out '", json_out, "'");
     nlohmann::json j{{"bench", "peak"}, {"peak_gflops", p.gflops}, {"isa", p.isa},
-                     {"avx512_gflops", p.avx512}, {"avx2_gflops", p.avx2}, {"threads", p.threads}};
+                     {"avx512_gflops", p.avx512}, {"avx2_gflops", p.avx2}, {"threads", p.threads},
+                     {"bf16_peak_gflops", bf}};
     f << j.dump() << "\n";
   }
   return 0;
@@ -140,6 +170,14 @@ FmaPeak measure_fma_peak(double seconds) {
   p.gflops = std::max(p.avx512, p.avx2);
   p.isa = p.avx512 >= p.avx2 ? "avx512" : "avx2";
   return p;
+}
+
+double measure_bf16_dot_peak(double seconds) {
+  BERTRAIN_CHECK(seconds > 0, "bf16 peak: seconds must be > 0, got ", seconds);
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
+  // Per iteration: 16 VDPBF16PS of 16 lanes x 2 products, 2 flops each.
+  return parallel_gflops(dpbf16_chains, 16.0 * 16 * 2 * 2, seconds);
 }
 
 }  // namespace bertrain::cli

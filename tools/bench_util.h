@@ -62,4 +62,9 @@ struct FmaPeak {
 /// bertrain::Error when the CPU has neither AVX2+FMA nor AVX-512F, or seconds <= 0.
 FmaPeak measure_fma_peak(double seconds = 0.25);
 
+/// The cores' bf16 dot-product peak in GFLOP/s, measured the same way with AVX512_BF16's VDPBF16PS (16 lanes x
+/// 2 bf16 products accumulated in f32 per instruction = 64 flops), the instruction oneDNN's bf16 matmuls use
+/// on CPUs without AMX: the MFU denominator of `bench train --bf16`. 0 when the CPU lacks AVX512_BF16.
+double measure_bf16_dot_peak(double seconds = 0.25);
+
 }  // namespace bertrain::cli

@@ -1,7 +1,10 @@
 // cmd_bench_train.cpp: `bertrain bench train`: full BertForPreTraining training steps (forward, backward,
 // global-norm clipping, LAMB step, zero_grad) on synthetic batches, reported as sequences/s, tokens/s, model
 // GFLOP/s and MFU against the FMA peak measured in the same run, plus peak RSS and the allocator's peak.
+// --bf16: the same steps with bf16 matmuls (MatmulPrecision::bf16); MFU then uses the measured bf16
+// dot-product peak (VDPBF16PS), and the JSON also gives the MFU against the fp32 peak.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include "bertrain/models/bert.h"
 #include "bertrain/optim/clip.h"
 #include "bertrain/optim/lamb.h"
+#include "bertrain/ops/ops.h"
 #include "nlohmann/json.hpp"
 
 namespace bertrain::cli {
@@ -38,6 +42,7 @@ struct TrainBenchFlags {
   uint64_t seed = 1;
   double peak_seconds = 0.25;
   std::string json_out;
+  bool bf16 = false;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -155,6 +160,13 @@ Batch synthetic_batch(const BertConfig& c, int64_t B, int64_t T, int64_t P, Rng&
   return batch;
 }
 
+/// CPU time of the whole process (all threads), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double max_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -168,6 +180,7 @@ struct Result {
   FlopCount flops;
   double step_median = 0, step_mean = 0, step_min = 0, step_max = 0;
   double forward_median = 0, backward_median = 0, optimizer_median = 0;  // the parts of a step, each a median
+  double cpu_median = 0;  // process CPU seconds per step (all threads): robust to other jobs with --num_threads 1
   double loss_first = 0, loss_last = 0;
   double rss_mib = 0, alloc_peak_mib = 0;
 };
@@ -192,13 +205,14 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   for (int i = 0; i < 4; ++i) batches.push_back(synthetic_batch(c, r.B, r.T, r.P, data_rng));
 
   CachingAllocator::instance().reset_peak();
-  std::vector<double> times, fwd, bwd, optim;
+  std::vector<double> times, fwd, bwd, optim, cpu;
   using Clock = std::chrono::steady_clock;
   auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   for (int s = 0; s < f.warmup + f.steps; ++s) {
     Batch& b = batches[s % batches.size()];
     b.in.first_sample = s * r.B;
     b.in.dropout_seed = f.seed;
+    const double c0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     PretrainingOutput out = model.forward(b.in, b.targets);
     const auto t1 = Clock::now();
@@ -210,11 +224,13 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
     opt.step(1e-4);
     opt.zero_grad();
     const auto t3 = Clock::now();
+    const double c3 = process_cpu_seconds();
     BERTRAIN_CHECK(std::isfinite(loss), "bench train: ", model_name, " T=", T, ": non-finite loss at step ", s);
     if (s == 0) r.loss_first = loss;
     r.loss_last = loss;
     if (s >= f.warmup) {
       times.push_back(secs(t0, t3));
+      cpu.push_back(c3 - c0);
       fwd.push_back(secs(t0, t1));
       bwd.push_back(secs(t1, t2));
       optim.push_back(secs(t2, t3));
@@ -229,6 +245,7 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   r.backward_median = median(bwd);
   r.optimizer_median = median(optim);
   r.step_median = median(times);
+  r.cpu_median = median(cpu);
   r.step_mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
   r.step_min = *std::min_element(times.begin(), times.end());
   r.step_max = *std::max_element(times.begin(), times.end());
@@ -269,11 +286,25 @@ int run_train_bench(const TrainBenchFlags& f) {
   }
 
   const FmaPeak peak = measure_fma_peak(f.peak_seconds);
-  std::printf("bertrain bench train: fp32, %d threads, %d warm-up + %d timed steps per config "
+  MatmulPrecisionGuard precision(f.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  std::printf("bertrain bench train: %s, %d threads, %d warm-up + %d timed steps per config "
               "(forward, backward, clip_grad_norm 1.0, LAMB, zero_grad)\n",
-              num_threads(), f.warmup, f.steps);
+              f.bf16 ? "bf16 matmuls (f32 accumulation, f32 master weights)" : "fp32", num_threads(), f.warmup,
+              f.steps);
   std::printf("peak_gflops %.1f (FMA loop, %s; AVX-512 %.1f, AVX2 %.1f GFLOP/s)\n", peak.gflops, peak.isa.c_str(),
               peak.avx512, peak.avx2);
+  // MFU denominator: the fp32 FMA peak, or with --bf16 the bf16 dot-product peak (fp32's when not measurable).
+  double mfu_peak = peak.gflops;
+  if (f.bf16) {
+    const double bf = measure_bf16_dot_peak(f.peak_seconds);
+    if (bf > 0) {
+      mfu_peak = bf;
+      std::printf("bf16_peak_gflops %.1f (VDPBF16PS loop): mfu below is relative to this bf16 peak\n", bf);
+    } else {
+      std::printf("bf16: this CPU has no AVX512_BF16 (oneDNN emulates bf16, slower than fp32); mfu below is "
+                  "relative to the fp32 peak\n");
+    }
+  }
   std::printf("model FLOPs/step = 6*B*T*L*(4H^2+2HI) + 12*B*NH*T^2*HS*L + 6*B*P*(H^2+HV) + 6*B*(H^2+2H) "
               "(matmuls only; see --help)\n");
   std::printf("%-6s %4s %3s %3s %8s %10s %9s %8s %10s %8s %6s %9s %10s\n", "model", "T", "B", "P", "params_M",
@@ -283,13 +314,14 @@ int run_train_bench(const TrainBenchFlags& f) {
       Result r = run_config(name, c, T, f);
       const std::string shown = name.substr(name.find_last_of('/') + 1);  // a config path shows as its file name
       const double gflops = r.flops.total() / r.step_median / 1e9;
-      const double mfu = gflops / peak.gflops;
+      const double mfu = gflops / mfu_peak;
       const double seq_s = static_cast<double>(r.B) / r.step_median;
       std::printf("%-6s %4ld %3ld %3ld %8.2f %10.1f %9.1f %8.2f %10.0f %8.1f %5.1f%% %9.0f %10.0f\n", shown.c_str(),
                   (long)r.T, (long)r.B, (long)r.P, r.params / 1e6, r.flops.total() / 1e9, r.step_median * 1e3, seq_s,
                   seq_s * static_cast<double>(r.T), gflops, 100.0 * mfu, r.rss_mib, r.alloc_peak_mib);
-      std::printf("       step parts (medians): forward %.1f ms, backward %.1f ms, clip + LAMB + zero_grad %.1f ms\n",
-                  r.forward_median * 1e3, r.backward_median * 1e3, r.optimizer_median * 1e3);
+      std::printf("       step parts (medians): forward %.1f ms, backward %.1f ms, clip + LAMB + zero_grad %.1f ms; "
+                  "process CPU time %.1f ms per step\n",
+                  r.forward_median * 1e3, r.backward_median * 1e3, r.optimizer_median * 1e3, r.cpu_median * 1e3);
       std::fflush(stdout);
       if (json.is_open()) {
         nlohmann::json j{{"bench", "train"}, {"framework", "bertrain"}, {"model", name}, {"seq_len", r.T},
@@ -300,10 +332,13 @@ int run_train_bench(const TrainBenchFlags& f) {
                          {"flops_pooler_nsp", r.flops.pooler_nsp}, {"step_seconds_median", r.step_median},
                          {"step_seconds_mean", r.step_mean}, {"step_seconds_min", r.step_min},
                          {"step_seconds_max", r.step_max}, {"forward_seconds_median", r.forward_median},
+                         {"step_cpu_seconds_median", r.cpu_median},
                          {"backward_seconds_median", r.backward_median},
                          {"optimizer_seconds_median", r.optimizer_median}, {"sequences_per_second", seq_s},
                          {"tokens_per_second", seq_s * static_cast<double>(r.T)}, {"gflops", gflops},
-                         {"peak_gflops", peak.gflops}, {"peak_isa", peak.isa}, {"mfu", mfu},
+                         {"peak_gflops", mfu_peak}, {"peak_isa", peak.isa}, {"mfu", mfu},
+                         {"precision", f.bf16 ? "bf16" : "fp32"}, {"fp32_peak_gflops", peak.gflops},
+                         {"mfu_fp32_peak", gflops / peak.gflops},
                          {"max_rss_mib", r.rss_mib}, {"allocator_peak_mib", r.alloc_peak_mib},
                          {"loss_first", r.loss_first}, {"loss_last", r.loss_last}};
         json << j.dump() << "\n";
@@ -334,8 +369,11 @@ BenchRegistrar reg{
            "+ 6*B*(H*H + 2*H)                  pooler and next-sentence classifier\n"
            "Padded positions and slots count (they are computed). Embeddings, biases, layer norm, softmax, GELU,\n"
            "dropout, losses and the optimizer are not counted. MFU = achieved GFLOP/s / the fp32 FMA peak measured\n"
-           "at the start of the same run (`bertrain bench peak`). rss_mib: getrusage ru_maxrss of the process;\n"
-           "alloc_mib: peak bytes in use in bertrain's caching allocator during the config.");
+           "at the start of the same run (`bertrain bench peak`); with --bf16, / the bf16 dot-product (VDPBF16PS)\n"
+           "peak measured the same way (JSON mfu_fp32_peak keeps the fp32 ratio). rss_mib: getrusage ru_maxrss;\n"
+           "alloc_mib: peak bytes in use in bertrain's caching allocator during the config. The process CPU time per\n"
+           "step counts all threads (spin-waiting included); with --num_threads 1 it measures the work of a step\n"
+           "even while other jobs share the cores, where wall times are not comparable.");
        sub.add_option("--models", f->models, "comma-separated: tiny, mini, small, base or config .json paths (default all four)");
        sub.add_option("--seq_lens", f->seq_lens, "comma-separated sequence lengths (default 128,512)");
        sub.add_option("--batch_size", f->batch_size, "sequences per step (default 4096 / T: 32 at 128, 8 at 512)");
@@ -346,6 +384,8 @@ BenchRegistrar reg{
        sub.add_option("--seed", f->seed, "initialisation, data and dropout seed (default 1)");
        sub.add_option("--peak_seconds", f->peak_seconds, "length of each FMA peak run (default 0.25)");
        sub.add_option("--json_out", f->json_out, "append one JSON line per config to this file");
+       sub.add_flag("--bf16", f->bf16,
+                    "mixed precision: bf16 matmuls with f32 accumulation and f32 master weights (as pretrain --bf16)");
        return std::function<int()>([f] { return run_train_bench(*f); });
      }}};
 

@@ -77,6 +77,7 @@ EvalOut run_eval(BertForSequenceClassification& model, const data::GlueProcessor
 
 int run(const FinetuneFlags& f, const std::string& task_name, const std::string& data_dir, const data::GlueOptions& go) {
   BERTRAIN_CHECK(f.do_train || f.do_eval || f.do_predict, "at least one of --do_train, --do_eval, --do_predict is required");
+  f.apply_precision();
   auto proc = data::make_glue_processor(task_name, go);
   FullTokenizer tok = FullTokenizer::from_vocab_file(f.vocab_file, f.lower());
   BertConfig cfg = finetune_config(f);

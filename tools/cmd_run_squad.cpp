@@ -83,6 +83,7 @@ std::map<std::string, double> predict(BertForQuestionAnswering& model, const Pre
 }
 
 int run(const FinetuneFlags& f, const SquadFlags& s) {
+  f.apply_precision();
   BERTRAIN_CHECK(f.do_train || f.do_predict, "at least one of --do_train, --do_predict is required");
   BERTRAIN_CHECK(!f.do_train || !s.train_file.empty(), "--do_train needs --train_file");
   BERTRAIN_CHECK(!f.do_predict || !s.predict_file.empty(), "--do_predict needs --predict_file");

@@ -1,4 +1,4 @@
-// cmd_version.cpp: `bertrain info`: version, threads and the oneDNN build in use.
+// cmd_version.cpp: `bertrain info`: version, threads, the oneDNN build in use and whether --bf16 is native.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <spdlog/spdlog.h>
 
@@ -6,6 +6,7 @@
 
 #include "bertrain/core/threads.h"
 #include "bertrain/core/version.h"
+#include "bertrain/ops/ops.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -15,7 +16,11 @@ Registrar reg{{"info", "print the version, thread count and oneDNN version", [](
                    const dnnl_version_t* v = dnnl_version();
                    std::cout << "bertrain " << BERTRAIN_VERSION << "\nthreads " << num_threads() << "\noneDNN "
                              << v->major << "." << v->minor << "." << v->patch << " (cpu runtime "
-                             << (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\n";
+                             << (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\nbf16 matmuls (--bf16) "
+                             << (matmul_bf16_native()      ? "native (AVX512_BF16)"
+                                 : matmul_bf16_supported() ? "emulated by oneDNN (slower than f32)"
+                                                           : "unavailable (needs AVX-512)")
+                             << "\n";
                    return 0;
                  });
                }}};

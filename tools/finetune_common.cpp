@@ -10,6 +10,7 @@
 #include "bertrain/core/error.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
+#include "bertrain/ops/ops.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -39,6 +40,15 @@ void FinetuneFlags::add_to(CLI::App& app, double default_lr, int default_seq_len
   app.add_flag("--do_eval", do_eval);
   app.add_flag("--do_predict", do_predict);
   app.add_flag("--resume", opt.resume, "continue from the newest checkpoint in output_dir");
+  app.add_flag("--bf16", bf16, "mixed precision: bf16 matmuls with f32 accumulation, f32 master weights");
+}
+
+void FinetuneFlags::apply_precision() const {
+  set_matmul_precision(bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  if (bf16)
+    spdlog::info("bf16 mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights ({})",
+                 matmul_bf16_native() ? "native AVX512_BF16"
+                                      : "this CPU has no AVX512_BF16: oneDNN emulates it, slower than f32");
 }
 
 bool FinetuneFlags::lower() const { return parse_bool_flag("do_lower_case", do_lower_case); }

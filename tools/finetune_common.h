@@ -17,12 +17,15 @@ struct FinetuneFlags {
   int max_seq_length = 128;
   int64_t eval_batch_size = 8, predict_batch_size = 8;
   bool do_train = false, do_eval = false, do_predict = false;
+  bool bf16 = false;  ///< --bf16: matmuls in bf16 (MatmulPrecision::bf16) for training, evaluation and prediction
   FinetuneOptions opt;
   /// Adds --init_checkpoint --bert_config_file --vocab_file --do_lower_case --max_seq_length --train_batch_size
   /// --eval_batch_size --predict_batch_size --learning_rate --num_train_epochs --warmup_proportion --output_dir
-  /// --do_train --do_eval --do_predict --seed --save_checkpoints_steps --max_steps --resume.
+  /// --do_train --do_eval --do_predict --seed --save_checkpoints_steps --max_steps --resume --bf16.
   void add_to(CLI::App& app, double default_lr, int default_seq_len);
   bool lower() const;
+  /// Sets the process-wide matmul precision from --bf16 (and logs it when bf16); the commands call it first.
+  void apply_precision() const;
 };
 
 /// The model config: --bert_config_file, else config.json beside --init_checkpoint. Throws when neither exists.

@@ -23,8 +23,8 @@ const std::set<std::string> kTopKeys = {"bert_config_file", "vocab_file", "do_lo
                                         "init_checkpoint", "seed", "optimizer", "save_checkpoints_steps",
                                         "save_total_limit", "eval_dir", "eval_every_steps", "max_eval_steps",
                                         "next_sentence", "max_consecutive_skipped_steps", "log_every_steps",
-                                        "activation_checkpointing", "dynamic_masking", "do_train", "do_eval",
-                                        "phases"};
+                                        "activation_checkpointing", "dynamic_masking", "bf16", "do_train",
+                                        "do_eval", "phases"};
 const std::set<std::string> kOptimizerKeys = {"name", "beta1", "beta2", "eps", "weight_decay", "momentum",
                                               "bias_correction", "layer_adaptation", "max_grad_norm",
                                               "clip_grad_norm", "exclude_from_weight_decay"};
@@ -91,6 +91,7 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   get(j, "log_every_steps", r.log_every_steps, where);
   get(j, "activation_checkpointing", r.activation_checkpointing, where);
   get(j, "dynamic_masking", r.dynamic_masking, where);
+  get(j, "bf16", r.bf16, where);
   get(j, "do_train", r.do_train, where);
   get(j, "do_eval", r.do_eval, where);
   if (j.contains("optimizer")) {
@@ -143,6 +144,7 @@ json recipe_to(const PretrainRecipe& r) {
               {"log_every_steps", r.log_every_steps},
               {"activation_checkpointing", r.activation_checkpointing},
               {"dynamic_masking", r.dynamic_masking},
+              {"bf16", r.bf16},
               {"do_train", r.do_train},
               {"do_eval", r.do_eval},
               {"phases", phases}};

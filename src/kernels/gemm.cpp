@@ -1,5 +1,7 @@
 // gemm.cpp: oneDNN matmul for f32 with transposes expressed as strides (no copies), and accumulation as a
-// sum post-op; Eigen for f64 (oneDNN has no f64 matmul). Primitives are cached by shape.
+// sum post-op; Eigen for f64 (oneDNN has no f64 matmul). Primitives are cached by shape and operand dtype.
+// bf16 operands (mixed precision): the same primitive with bf16 src/weights and an f32 destination and bias;
+// oneDNN accumulates in f32 (its bf16 matmul contract).
 #include "kernels/gemm.h"
 
 #include <Eigen/Core>
@@ -7,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <tuple>
 
 namespace bertrain::kernels {
@@ -18,7 +21,8 @@ dnnl::engine& engine() {
   return e;
 }
 
-using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool>;
+// shape, transposes, accumulate, bias, operand dtype (f32 or bf16; the destination is always f32)
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool, DType>;
 
 struct Prim {
   dnnl::matmul prim;
@@ -29,22 +33,24 @@ std::mutex g_mu;
 std::map<Key, Prim> g_cache;
 int64_t g_created = 0;
 
-dnnl::memory::desc md(int64_t batch, int64_t rows, int64_t cols, bool trans) {
+dnnl::memory::desc md(int64_t batch, int64_t rows, int64_t cols, bool trans,
+                      dnnl::memory::data_type dt = dnnl::memory::data_type::f32) {
   // logical (batch, rows, cols); stored as (batch, cols, rows) when trans.
   using dims = dnnl::memory::dims;
   dims d{batch, rows, cols};
   dims st = trans ? dims{rows * cols, 1, rows} : dims{rows * cols, cols, 1};
-  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, st);
+  return dnnl::memory::desc(d, dt, st);
 }
 
-const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias) {
-  Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias};
+const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DType::f32) {
+  Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias, operands};
   std::lock_guard<std::mutex> g(g_mu);
   auto it = g_cache.find(key);
   if (it != g_cache.end()) return it->second;
   Prim p;
-  p.a = md(s.batch, s.m, s.k, s.trans_a);
-  p.b = md(s.batch, s.k, s.n, s.trans_b);
+  const auto odt = operands == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+  p.a = md(s.batch, s.m, s.k, s.trans_a, odt);
+  p.b = md(s.batch, s.k, s.n, s.trans_b, odt);
   p.c = md(s.batch, s.m, s.n, false);
   dnnl::primitive_attr attr;
   if (acc) {
@@ -62,6 +68,19 @@ const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias) {
   }
   ++g_created;
   return g_cache.emplace(key, std::move(p)).first->second;
+}
+
+/// get_prim, with oneDNN's "could not create a primitive descriptor" (in practice: bf16 on a CPU without
+/// AVX-512) turned into a bertrain::Error naming the product.
+const Prim& get_prim_or_throw(const GemmShape& s, bool acc, bool has_bias, DType operands) {
+  try {
+    return get_prim(s, acc, has_bias, operands);
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("gemm: oneDNN has no ") + dtype_name(operands) + " matmul for " +
+                std::to_string(s.batch) + " x (" + std::to_string(s.m) + " x " + std::to_string(s.k) + ") x (" +
+                std::to_string(s.k) + " x " + std::to_string(s.n) + ") on this CPU: " + e.what() +
+                (operands == DType::bf16 ? " (bf16 needs AVX-512; run without --bf16)" : ""));
+  }
 }
 
 void gemm_f64(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool acc, const Tensor* bias) {
@@ -98,8 +117,9 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
     gemm_f64(s, a, b, c, accumulate, bias);
     return;
   }
-  BERTRAIN_ASSERT(a.dtype() == DType::f32 && b.dtype() == DType::f32 && c.dtype() == DType::f32);
-  const Prim& p = get_prim(s, accumulate, bias != nullptr);
+  BERTRAIN_ASSERT((a.dtype() == DType::f32 || a.dtype() == DType::bf16) && b.dtype() == a.dtype() &&
+                  c.dtype() == DType::f32 && (!bias || bias->dtype() == DType::f32));
+  const Prim& p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype());
   static thread_local dnnl::stream stream(engine());
   dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
   if (bias) {
@@ -185,6 +205,18 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
       cm(pp->c, engine(), c);
   pp->prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
+}
+
+bool gemm_bf16_native() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);  // ISA values are bit sets
+  return (isa & need) == need;
+}
+
+bool gemm_bf16_supported() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & need) == need;
 }
 
 int64_t gemm_primitives_created() {

@@ -1,5 +1,6 @@
 // gemm.h: the one matrix-product kernel everything uses: c (+)= op(a) * op(b) (+ bias), batched.
-// f32 goes through oneDNN's matmul primitive (created once per shape and cached), f64 through Eigen.
+// f32 goes through oneDNN's matmul primitive (created once per shape and cached), f64 through Eigen,
+// bf16 operands through oneDNN's bf16 matmul with f32 accumulation and an f32 result (mixed precision).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@ struct GemmShape {
 
 /// a holds batch x (M, K) matrices ((K, M) when trans_a), b batch x (K, N) ((N, K) when trans_b),
 /// c batch x (M, N). When `accumulate`, c += product, else c = product. bias: (N) or null, added to every row.
+/// dtypes: a, b, c, bias all f64; or all f32; or a and b bf16 with c and bias f32 (products accumulated in f32
+/// by oneDNN; AVX512_BF16 kernels when the CPU has them, oneDNN's slower bf16 emulation otherwise).
 void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate,
           const Tensor* bias = nullptr);
 
@@ -34,5 +37,12 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
 
 /// Number of distinct oneDNN matmul primitives created so far (they are cached by shape).
 int64_t gemm_primitives_created();
+
+/// True when oneDNN runs bf16 matmuls natively here (its effective ISA includes AVX512_BF16, which
+/// DNNL_MAX_CPU_ISA can lower). False: bf16 gemms still work but oneDNN emulates them, slower than f32.
+bool gemm_bf16_native();
+/// True when oneDNN has any bf16 matmul here: its effective ISA includes AVX-512 (avx512_core; emulated
+/// without AVX512_BF16). oneDNN 2.6 has none for AVX2-only CPUs.
+bool gemm_bf16_supported();
 
 }  // namespace bertrain::kernels

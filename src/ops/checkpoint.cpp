@@ -8,10 +8,12 @@ namespace {
 
 class CheckpointNode final : public Node {
  public:
-  CheckpointNode(std::function<Variable(const Variable&)> f, Tensor x) : f_(std::move(f)), x_(std::move(x)) {}
+  CheckpointNode(std::function<Variable(const Variable&)> f, Tensor x)
+      : f_(std::move(f)), x_(std::move(x)), precision_(matmul_precision()) {}
   const char* name() const override { return "checkpoint"; }
   void backward(const Tensor& dy, std::vector<GradSlot>& g) override {
     Variable xr(x_, g[0].needed());
+    MatmulPrecisionGuard mp(precision_);  // recompute in the precision the forward ran in
     Variable y = f_(xr);
     BERTRAIN_ASSERT(y.shape() == dy.shape(), "checkpoint: recomputed output ", y.value().desc(), " vs gradient ",
                     dy.desc());
@@ -22,6 +24,7 @@ class CheckpointNode final : public Node {
  private:
   std::function<Variable(const Variable&)> f_;
   Tensor x_;
+  MatmulPrecision precision_;
 };
 
 }  // namespace

@@ -1,5 +1,10 @@
 // matmul.cpp: matmul, bmm and linear, forward and backward side by side; all go through kernels::gemm.
+// Under MatmulPrecision::bf16 the f32 operands are converted to bf16 here, for the forward gemm and again in
+// backward (ops.h explains the contract and why the bf16 copies are not kept).
+#include <atomic>
+
 #include "bertrain/ops/ops.h"
+#include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "kernels/reduce.h"
 #include "ops/op_util.h"
@@ -9,6 +14,23 @@ namespace bertrain {
 using kernels::GemmShape;
 
 namespace {
+
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::f32};
+
+/// Whether a product with f32/f64 operand `t` runs in bf16 now (never for f64).
+bool bf16_product(const Tensor& t) {
+  return t.dtype() == DType::f32 && g_precision.load(std::memory_order_relaxed) == MatmulPrecision::bf16;
+}
+
+/// A bf16 copy of f32 `t` (from the caching allocator), rounded as kernels/convert.h describes.
+Tensor to_bf16(const Tensor& t) {
+  Tensor r = Tensor::empty(t.shape(), DType::bf16);
+  kernels::f32_to_bf16(t.data<float>(), static_cast<uint16_t*>(r.raw_data()), t.numel());
+  return r;
+}
+
+/// `t` as a gemm operand: its bf16 copy when the product runs in bf16, else `t` itself.
+Tensor operand(const Tensor& t, bool bf16) { return bf16 ? to_bf16(t) : t; }
 
 /// Shapes of a (possibly batched) product; throws "<op>: (..) x (..) ..." on a mismatch.
 GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, int batch_dims) {
@@ -40,24 +62,28 @@ struct MatmulOp {
     Tensor a, b;
     GemmShape s;
     Shape a_shape, b_shape;
+    bool bf16;  // the forward ran in bf16: so do both gradient gemms
   };
   static Tensor forward(const GemmShape& s, const Tensor& a, const Tensor& b, Shape out_shape) {
-    Tensor c = Tensor::empty(out_shape, a.dtype());
+    Tensor c = Tensor::empty(out_shape, a.dtype() == DType::bf16 ? DType::f32 : a.dtype());
     kernels::gemm(s, a, b, c, false);
     return c;
   }
   // C = op(A) op(B). See the derivation: dA = dC op(B)^T, dB = op(A)^T dC, written for stored layouts.
-  static void backward(const Saved& sv, const Tensor& dc, std::vector<GradSlot>& g) {
+  static void backward(const Saved& sv, const Tensor& dc_in, std::vector<GradSlot>& g) {
     const GemmShape& s = sv.s;
+    const Tensor dc = operand(dc_in, sv.bf16);  // rounded once, used by both gradients
     if (g[0].needed()) {
-      Tensor& da = g[0].prepare(sv.a_shape, dc.dtype());
-      if (!s.trans_a) kernels::gemm({s.batch, s.m, s.k, s.n, false, !s.trans_b}, dc, sv.b, da, g[0].accumulate);
-      else kernels::gemm({s.batch, s.k, s.m, s.n, s.trans_b, true}, sv.b, dc, da, g[0].accumulate);
+      Tensor& da = g[0].prepare(sv.a_shape, dc_in.dtype());
+      const Tensor b = operand(sv.b, sv.bf16);
+      if (!s.trans_a) kernels::gemm({s.batch, s.m, s.k, s.n, false, !s.trans_b}, dc, b, da, g[0].accumulate);
+      else kernels::gemm({s.batch, s.k, s.m, s.n, s.trans_b, true}, b, dc, da, g[0].accumulate);
     }
     if (g[1].needed()) {
-      Tensor& db = g[1].prepare(sv.b_shape, dc.dtype());
-      if (!s.trans_b) kernels::gemm({s.batch, s.k, s.n, s.m, !s.trans_a, false}, sv.a, dc, db, g[1].accumulate);
-      else kernels::gemm({s.batch, s.n, s.k, s.m, true, s.trans_a}, dc, sv.a, db, g[1].accumulate);
+      Tensor& db = g[1].prepare(sv.b_shape, dc_in.dtype());
+      const Tensor a = operand(sv.a, sv.bf16);
+      if (!s.trans_b) kernels::gemm({s.batch, s.k, s.n, s.m, !s.trans_a, false}, a, dc, db, g[1].accumulate);
+      else kernels::gemm({s.batch, s.n, s.k, s.m, true, s.trans_a}, dc, a, db, g[1].accumulate);
     }
   }
 };
@@ -70,8 +96,16 @@ Variable product(const char* op, const Variable& a, const Variable& b, bool ta, 
   for (int i = 0; i < batch_dims; ++i) out.push_back(av.size(i));
   out.push_back(s.m);
   out.push_back(s.n);
-  Tensor c = MatmulOp::forward(s, av, bv, out);
-  return detail::record<MatmulOp>(c, {a, b}, {av, bv, s, av.shape(), bv.shape()});
+  const bool bf16 = bf16_product(av);
+  Tensor c;
+  if (bf16) {
+    Tensor ab = to_bf16(av);
+    Tensor bb = &av == &bv ? ab : to_bf16(bv);
+    c = MatmulOp::forward(s, ab, bb, out);
+  } else {
+    c = MatmulOp::forward(s, av, bv, out);
+  }
+  return detail::record<MatmulOp>(c, {a, b}, {av, bv, s, av.shape(), bv.shape(), bf16});
 }
 
 struct LinearOp {
@@ -80,18 +114,20 @@ struct LinearOp {
     Tensor x2, w;  // x2: (N, in)
     Shape x_shape;
     bool has_bias;
+    bool bf16;  // the forward ran in bf16: so do both gradient gemms
   };
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     const int64_t n = sv.x2.size(0), in = sv.x2.size(1), out = sv.w.size(0);
     Tensor dy2 = dy.reshape({n, out});
+    const Tensor dyg = operand(dy2, sv.bf16 && (g[0].needed() || g[1].needed()));  // rounded once for both
     if (g[0].needed()) {
       Tensor& dx = g[0].prepare(sv.x_shape, dy.dtype());
       Tensor dx2 = dx.reshape({n, in});
-      kernels::gemm({1, n, in, out, false, false}, dy2, sv.w, dx2, g[0].accumulate);
+      kernels::gemm({1, n, in, out, false, false}, dyg, operand(sv.w, sv.bf16), dx2, g[0].accumulate);
     }
     if (g[1].needed()) {
       Tensor& dw = g[1].prepare(sv.w.shape(), dy.dtype());
-      kernels::gemm({1, out, in, n, true, false}, dy2, sv.x2, dw, g[1].accumulate);
+      kernels::gemm({1, out, in, n, true, false}, dyg, operand(sv.x2, sv.bf16), dw, g[1].accumulate);
     }
     if (sv.has_bias && g[2].needed()) {
       Tensor& db = g[2].prepare({out}, dy.dtype());
@@ -132,8 +168,27 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor y = Tensor::empty(ys, xv.dtype());
   Tensor x2 = xv.reshape({n, in});
   Tensor y2 = y.reshape({n, out});
-  kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
-  return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr});
+  const bool bf16 = bf16_product(xv);
+  if (bf16) kernels::gemm({1, n, out, in, false, true}, to_bf16(x2), to_bf16(w), y2, false, b);
+  else kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
+  return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr, bf16});
 }
+
+void set_matmul_precision(MatmulPrecision p) {
+  BERTRAIN_CHECK(p == MatmulPrecision::f32 || p == MatmulPrecision::bf16, "set_matmul_precision: unknown value ",
+                 static_cast<int>(p));
+  BERTRAIN_CHECK(p != MatmulPrecision::bf16 || kernels::gemm_bf16_supported(),
+                 "bf16 matmuls need a CPU with AVX-512 (native with AVX512_BF16, emulated by oneDNN without it); "
+                 "oneDNN finds none here (or DNNL_MAX_CPU_ISA is below AVX512_CORE): run without --bf16");
+  g_precision.store(p, std::memory_order_relaxed);
+}
+
+MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::bf16 ? "bf16" : "f32"; }
+
+bool matmul_bf16_native() { return kernels::gemm_bf16_native(); }
+
+bool matmul_bf16_supported() { return kernels::gemm_bf16_supported(); }
 
 }  // namespace bertrain

@@ -30,6 +30,7 @@
 #include "bertrain/optim/lamb.h"
 #include "bertrain/optim/lars.h"
 #include "bertrain/optim/sgd.h"
+#include "bertrain/ops/ops.h"
 #include "bertrain/schedule/schedule.h"
 #include "bertrain/train/communicator.h"
 #include "train/checkpoint_dir.h"
@@ -137,6 +138,12 @@ struct PretrainTrainer::Impl {
       global_step = sched->phase_start(phase);
     }
     if (o.resume) resume();
+    if (r.bf16) {
+      MatmulPrecisionGuard check(MatmulPrecision::bf16);  // throws here, before any work, without AVX-512
+      spdlog::info("bf16 mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights ({})",
+                   matmul_bf16_native() ? "native AVX512_BF16"
+                                        : "this CPU has no AVX512_BF16: oneDNN emulates it, slower than f32");
+    }
     if (comm->size() > 1) {
       check_same_parameters(params, *comm);  // same seed or same checkpoint on every rank
       BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
@@ -571,8 +578,14 @@ struct PretrainTrainer::Impl {
 PretrainTrainer::PretrainTrainer(const PretrainRecipe& recipe, const PretrainOptions& options)
     : impl_(std::make_unique<Impl>(recipe, options)) {}
 PretrainTrainer::~PretrainTrainer() = default;
-int PretrainTrainer::train() { return impl_->train(); }
-PretrainEvalResult PretrainTrainer::evaluate(const std::string& eval_dir) { return impl_->evaluate(eval_dir); }
+int PretrainTrainer::train() {
+  MatmulPrecisionGuard mp(impl_->r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  return impl_->train();
+}
+PretrainEvalResult PretrainTrainer::evaluate(const std::string& eval_dir) {
+  MatmulPrecisionGuard mp(impl_->r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  return impl_->evaluate(eval_dir);
+}
 int64_t PretrainTrainer::global_step() const { return impl_->global_step; }
 
 }  // namespace bertrain

@@ -55,6 +55,9 @@ struct PretrainRecipe {
   int64_t log_every_steps = 1;
   bool activation_checkpointing = false;
   bool dynamic_masking = false;
+  /// Mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights (MatmulPrecision::bf16 in
+  /// bertrain/ops/ops.h); also for evaluation. `--bf16` on the command line.
+  bool bf16 = false;
   bool do_train = true;
   bool do_eval = false;
   std::vector<PhaseRecipe> phases;

@@ -12,7 +12,7 @@
 
 namespace bertrain {
 
-// ---- matrix products (oneDNN matmul for f32, cached by shape; Eigen for f64) ----
+// ---- matrix products (oneDNN matmul for f32, cached by shape; Eigen for f64; see MatmulPrecision) ----
 
 /// a: (M, K) or (K, M) when trans_a; b: (K, N) or (N, K) when trans_b -> (M, N).
 Variable matmul(const Variable& a, const Variable& b, bool trans_a = false, bool trans_b = false);
@@ -21,6 +21,52 @@ Variable matmul(const Variable& a, const Variable& b, bool trans_a = false, bool
 Variable bmm(const Variable& a, const Variable& b, bool trans_a = false, bool trans_b = false);
 /// x: (..., in), weight: (out, in) as Hugging Face / PyTorch store it, bias: (out) or undefined -> (..., out).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+
+// ---- matmul compute precision (mixed precision, `--bf16`) ----
+
+/// Precision of the f32 products of matmul, bmm and linear (forward and both backward gemms).
+/// f32: plain f32 (the default; results are bit-identical to bertrain before this option existed).
+/// bf16: each f32 operand is rounded to bfloat16 (round to nearest even, kernels/convert.h) and oneDNN
+/// multiplies with f32 accumulation into an f32 result (+ f32 bias): the "mixed precision" of Micikevicius et
+/// al. 2018 / Kalamkar et al. 2019 ("A Study of BFLOAT16 for Deep Learning Training"), as torch.autocast on CPU
+/// does it for matmuls. Parameters, gradients and optimizer state stay f32 (master weights); every other op
+/// (layer norm and softmax statistics, GELU, losses) still runs in f32. Error: each operand is rounded by at
+/// most 2^-9 relative, so each term a_ik b_kj by at most about 2^-8 relative, then summed in f32:
+/// |c - exact| <= (2^-8 + k 2^-24) sum_k |a_ik b_kj| (roughly; tested against f64 in tests/bf16_test.cpp).
+/// Backward runs in the precision the forward ran in (recorded with the op), whatever the setting is by then:
+/// the incoming gradient is rounded to bf16 once for both gradient gemms, and the saved f32 operands are
+/// rounded again (the same bits as in forward). The bf16 copies are not kept between forward and backward:
+/// the graph holds the f32 inputs anyway, so keeping them would add memory (measured +1.2 GB, +17%, on
+/// bert-base at 32 x 128) to save conversions that cost about 1% of a step.
+/// f64 tensors are never affected (gradient checks stay exact).
+/// On a CPU without AVX512_BF16 (see matmul_bf16_native) oneDNN emulates bf16 with AVX-512: correct, but
+/// slower than f32. Without AVX-512 (see matmul_bf16_supported) oneDNN 2.6 has no bf16 matmul at all.
+enum class MatmulPrecision { f32, bf16 };
+
+/// Sets the process-wide precision (it is read when a product's forward runs; not meant to be changed while
+/// another thread is running a forward pass). Throws bertrain::Error for bf16 when !matmul_bf16_supported(),
+/// or for a value outside the enum.
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
+/// "f32" or "bf16".
+const char* matmul_precision_name(MatmulPrecision p);
+/// True when bf16 products run on native AVX512_BF16 kernels (oneDNN's effective ISA includes
+/// avx512_core_bf16; DNNL_MAX_CPU_ISA can lower it); false means emulated and slower than f32.
+bool matmul_bf16_native();
+/// True when bf16 products can run at all (oneDNN's effective ISA includes AVX-512, avx512_core).
+bool matmul_bf16_supported();
+
+/// Scoped precision (RAII, like torch.autocast): sets `p` for its lifetime and restores the previous one.
+class MatmulPrecisionGuard {
+ public:
+  explicit MatmulPrecisionGuard(MatmulPrecision p) : prev_(matmul_precision()) { set_matmul_precision(p); }
+  ~MatmulPrecisionGuard() { set_matmul_precision(prev_); }
+  MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
+  MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
+
+ private:
+  MatmulPrecision prev_;
+};
 
 // ---- element-wise; `b` broadcasts over the leading axes of `a` (its shape is a suffix of a's) ----
 

@@ -1,0 +1,1 @@
+bertrain_add_test(bf16_test SOURCES bf16_test.cpp)
