@@ -77,6 +77,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--bertrain", default=os.path.join(REPO, "build", "bertrain"))
     ap.add_argument("--torch_blas_dir", default="auto", help="passed to bench_torch.py --blas_dir")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also run `bertrain bench train --bf16` in every round and print its ratios to bertrain fp32 "
+                         "and to PyTorch (fp32)")
     ap.add_argument("--jsonl", default="", help="JSON lines output (default build/bench_compare-<time>.jsonl)")
     a = ap.parse_args()
     if a.repeats < 1:
@@ -104,11 +107,15 @@ def main():
                     common = ["--models", m, "--seq_lens", str(t), "--steps", str(a.steps), "--warmup", str(a.warmup),
                               "--json_out", runs]
                     b_cmd = [a.bertrain, "bench", "train"] + common
-                    order = ["bertrain", "torch"] if r % 2 == 0 else ["torch", "bertrain"]
+                    order = ["bertrain", "torch"] + (["bertrain_bf16"] if a.bf16 else [])
+                    if r % 2 == 1:
+                        order.reverse()
                     recs = {}
                     for fw in order:
                         if fw == "bertrain":
                             recs[fw] = run_one(b_cmd, user_env, runs)
+                        elif fw == "bertrain_bf16":
+                            recs[fw] = run_one(b_cmd + ["--bf16"], user_env, runs)
                         else:
                             # the peak of the nearest bertrain run; in odd rounds torch goes first, so take the
                             # previous round's (FMA peaks agree within ~1% between runs)
@@ -156,6 +163,14 @@ def main():
                                        for k in ("forward", "backward", "optimizer")},
                "min_machine_idle_before": min(x["machine_idle_before"] for x in b + p),
                "torch_openblas_core": p[0].get("openblas_core"), "torch_environment": p[0].get("environment")}
+        if "bertrain_bf16" in fws:
+            h = fws["bertrain_bf16"]
+            row.update(bf16_seq_s=med([x["sequences_per_second"] for x in h]),
+                       bf16_over_fp32=med([x["sequences_per_second"] / y["sequences_per_second"] for x, y in zip(h, b)]),
+                       bf16_over_torch=med([x["sequences_per_second"] / y["sequences_per_second"] for x, y in zip(h, p)]),
+                       bf16_mfu_bf16_peak=med([x["mfu"] for x in h]), bf16_rss_mib=max(x["max_rss_mib"] for x in h))
+            row["min_machine_idle_before"] = min(row["min_machine_idle_before"],
+                                                 min(x["machine_idle_before"] for x in h))
         rows.append(row)
     with open(jsonl, "a") as out:
         for row in rows:
@@ -184,6 +199,13 @@ def main():
         print(f"{r['model']:6} {r['seq_len']:4d} {r['batch_size']:3d} {r['bertrain_seq_s']:14.2f} {r['torch_seq_s']:11.2f}"
               f" {r['ratio']:5.2f}x {100 * r['bertrain_mfu']:6.1f}% {pt_mfu} {r['bertrain_rss_mib']:10.0f}"
               f" {r['torch_rss_mib']:10.0f}")
+    if any("bf16_seq_s" in r for r in rows):
+        print("bf16 (`bench train --bf16`, same rounds; its MFU is relative to the measured bf16 dot-product peak):")
+        print(f"{'model':6} {'T':>4} {'bf16 seq/s':>10} {'bf16/fp32':>9} {'bf16/torch':>10} {'bf16 MFU':>8} {'RSS MiB':>8}")
+        for r in rows:
+            if "bf16_seq_s" in r:
+                print(f"{r['model']:6} {r['seq_len']:4d} {r['bf16_seq_s']:10.2f} {r['bf16_over_fp32']:8.2f}x"
+                      f" {r['bf16_over_torch']:9.2f}x {100 * r['bf16_mfu_bf16_peak']:7.1f}% {r['bf16_rss_mib']:8.0f}")
     print("step parts, median ms (forward / backward / clip + optimizer + zero_grad; bertrain LAMB, torch AdamW):")
     for r in rows:
         bp, tp = r["bertrain_step_parts_ms"], r["torch_step_parts_ms"]
