@@ -14,6 +14,43 @@ namespace bertrain {
 
 namespace {
 
+// One row of layer norm: statistics of s (C values), x_hat and y = x_hat * gamma + beta; returns rstd. y may be s
+// (the fused op normalises its sum in place). Shared by layer_norm and dropout_add_layer_norm, so both add in
+// the same order and the fused op stays bit-identical to the unfused chain.
+template <class T>
+inline T layer_norm_row(const T* s, const T* gamma, const T* beta, T* y, T* x_hat, int64_t c, double eps) {
+  T m = 0;
+#pragma omp simd reduction(+ : m)
+  for (int64_t i = 0; i < c; ++i) m += s[i];
+  m /= static_cast<T>(c);
+  T v = 0;
+#pragma omp simd reduction(+ : v)
+  for (int64_t i = 0; i < c; ++i) v += (s[i] - m) * (s[i] - m);
+  v /= static_cast<T>(c);
+  const T rs = T(1) / std::sqrt(v + static_cast<T>(eps));
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i) {
+    T h = (s[i] - m) * rs;
+    x_hat[i] = h;
+    y[i] = h * gamma[i] + beta[i];
+  }
+  return rs;
+}
+
+// Layer norm backward's two row means: s1 = mean(dy * gamma), s2 = mean(dy * gamma * x_hat).
+template <class T>
+inline void layer_norm_row_means(const T* dy, const T* gamma, const T* x_hat, int64_t c, T& s1, T& s2) {
+  T a = 0, b = 0;
+#pragma omp simd reduction(+ : a, b)
+  for (int64_t i = 0; i < c; ++i) {
+    T dh = dy[i] * gamma[i];
+    a += dh;
+    b += dh * x_hat[i];
+  }
+  s1 = a / static_cast<T>(c);
+  s2 = b / static_cast<T>(c);
+}
+
 // ---------------------------------------------------------------- layer_norm
 // y = x_hat * gamma + beta, x_hat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (biased variance).
 // Backward (per row, C = row length): dx_hat = dy * gamma;
@@ -29,27 +66,8 @@ struct LayerNormOp {
   static void fwd(const T* x, const T* gamma, const T* beta, T* y, T* x_hat, T* rstd, int64_t rows, int64_t c,
                   double eps) {
 #pragma omp parallel for schedule(static) if (rows * c > 16384)
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* xr = x + r * c;
-      T m = 0;
-#pragma omp simd reduction(+ : m)
-      for (int64_t i = 0; i < c; ++i) m += xr[i];
-      m /= static_cast<T>(c);
-      T v = 0;
-#pragma omp simd reduction(+ : v)
-      for (int64_t i = 0; i < c; ++i) v += (xr[i] - m) * (xr[i] - m);
-      v /= static_cast<T>(c);
-      const T rs = T(1) / std::sqrt(v + static_cast<T>(eps));
-      rstd[r] = rs;
-      T* hr = x_hat + r * c;
-      T* yr = y + r * c;
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) {
-        T h = (xr[i] - m) * rs;
-        hr[i] = h;
-        yr[i] = h * gamma[i] + beta[i];
-      }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      rstd[r] = layer_norm_row(x + r * c, gamma, beta, y + r * c, x_hat + r * c, c, eps);
   }
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
@@ -67,15 +85,8 @@ struct LayerNormOp {
         const T* dr = d + r * c;
         const T* hr = h + r * c;
         T* orow = o + r * c;
-        T s1 = 0, s2 = 0;
-#pragma omp simd reduction(+ : s1, s2)
-        for (int64_t i = 0; i < c; ++i) {
-          T dh = dr[i] * gm[i];
-          s1 += dh;
-          s2 += dh * hr[i];
-        }
-        s1 /= static_cast<T>(c);
-        s2 /= static_cast<T>(c);
+        T s1, s2;
+        layer_norm_row_means(dr, gm, hr, c, s1, s2);
         const T rr = rs[r];
 #pragma omp simd
         for (int64_t i = 0; i < c; ++i) {
@@ -130,23 +141,7 @@ struct DropoutAddLayerNormOp {
 #pragma omp simd
         for (int64_t i = 0; i < c; ++i) sr[i] = xr[i] + rr[i];
       }
-      T m = 0;
-#pragma omp simd reduction(+ : m)
-      for (int64_t i = 0; i < c; ++i) m += sr[i];
-      m /= static_cast<T>(c);
-      T v = 0;
-#pragma omp simd reduction(+ : v)
-      for (int64_t i = 0; i < c; ++i) v += (sr[i] - m) * (sr[i] - m);
-      v /= static_cast<T>(c);
-      const T rs = T(1) / std::sqrt(v + static_cast<T>(eps));
-      rstd[r] = rs;
-      T* hr = x_hat + r * c;
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) {
-        T h = (sr[i] - m) * rs;
-        hr[i] = h;
-        sr[i] = h * gamma[i] + beta[i];
-      }
+      rstd[r] = layer_norm_row(sr, gamma, beta, sr, x_hat + r * c, c, eps);
     }
   }
   template <class T>
@@ -166,15 +161,8 @@ struct DropoutAddLayerNormOp {
       for (int64_t r = 0; r < rows; ++r) {
         const T* dyr = d + r * c;
         const T* hr = h + r * c;
-        T s1 = 0, s2 = 0;
-#pragma omp simd reduction(+ : s1, s2)
-        for (int64_t i = 0; i < c; ++i) {
-          T dh = dyr[i] * gm[i];
-          s1 += dh;
-          s2 += dh * hr[i];
-        }
-        s1 /= static_cast<T>(c);
-        s2 /= static_cast<T>(c);
+        T s1, s2;
+        layer_norm_row_means(dyr, gm, hr, c, s1, s2);
         const T rr = rs[r];
         T* xo = dx ? dx + r * c : nullptr;
         T* ro = dr ? dr + r * c : nullptr;
