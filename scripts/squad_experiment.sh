@@ -4,11 +4,12 @@
 # number of steps, from random initialisation; predicts the shared v1.1 dev file with both and scores them
 # with squad-evaluate. The two runs go side by side with one thread each (OMP_NUM_THREADS=1), which uses the
 # 2-core development machine fully without OpenMP threads of two processes competing for the same cores.
-# Usage: scripts/squad_experiment.sh PRETRAINED_CHECKPOINT [N_QUESTIONS=16000] [extra run-squad flags]
+# Usage: scripts/squad_experiment.sh PRETRAINED_CHECKPOINT [N_QUESTIONS=10000] [extra run-squad flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ "$#" -ge 1 ] || { echo "usage: scripts/squad_experiment.sh PRETRAINED_CHECKPOINT [N_QUESTIONS=10000] [extra run-squad flags]" >&2; exit 2; }
 CKPT=$1
-N=${2:-16000}
+N=${2:-10000}
 shift; [ "$#" -gt 0 ] && shift
 SHARED=${SHARED:-../shared}
 BIN=${BIN:-build/bertrain}
