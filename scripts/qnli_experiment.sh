@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 CKPT=$1
 shift
 BIN=${BIN:-build/bertrain}
-OUT=out/qnli_experiment
+OUT=${OUT:-out/qnli_experiment}  # a new OUT for a new checkpoint: finished runs there are kept
 mkdir -p "$OUT"
 [ -f "$OUT/data/train.tsv" ] || /usr/bin/python3 scripts/split_qnli.py "$OUT/data"
 common=(run-classifier --task_name QNLI --data_dir "$OUT/data" --vocab_file data/vocab/bert-base-uncased-vocab.txt
