@@ -320,6 +320,44 @@ TEST(Bf16Ops, LinearMatmulBmmForwardAndGradientsWithinBf16Tolerance) {
   }
 }
 
+// The fused attention's four products (Q K^T, P V and their gradients) follow the same precision: in bf16 the
+// output and the q, k, v gradients are within the bf16 tolerance of f64 and visibly rounded; f64 ignores the
+// setting. Masked and with dropout (the keyed masks are the same in every run).
+TEST(Bf16Ops, AttentionForwardAndGradientsWithinBf16Tolerance) {
+  Rng rng(21);
+  const int64_t b = 2, t = 12, h = 32, nh = 4;
+  Tensor q = Tensor::uniform({b, t, h}, -1, 1, rng), k = Tensor::uniform({b, t, h}, -1, 1, rng);
+  Tensor v = Tensor::uniform({b, t, h}, -1, 1, rng), dy = Tensor::uniform({b, t, h}, -1, 1, rng);
+  Tensor mask = Tensor::zeros({b, t}, DType::f64);
+  for (int64_t j = 9; j < t; ++j) mask.set(1 * t + j, -10000.0);  // sample 1: 3 padded keys
+  const DropoutKey key{7, 3, 0};
+  auto run = [&](DType dt) {
+    Variable vq(q.to(dt), true), vk(k.to(dt), true), vv(v.to(dt), true);
+    Variable y = attention(vq, vk, vv, nh, mask.to(dt), 1.0 / std::sqrt(8.0), 0.1, true, key);
+    y.backward(dy.to(dt));
+    std::vector<Tensor> out;
+    for (const Tensor& x : {y.value(), vq.grad(), vk.grad(), vv.grad()}) out.push_back(x.to(DType::f64));
+    return out;
+  };
+  const std::vector<Tensor> ref = run(DType::f64);
+  std::vector<Tensor> b16, f64_in_bf16_mode;
+  {
+    MatmulPrecisionGuard g(MatmulPrecision::bf16);
+    b16 = run(DType::f32);
+    f64_in_bf16_mode = run(DType::f64);
+  }
+  const std::vector<Tensor> f32 = run(DType::f32);
+  const char* names[] = {"attention y", "dq", "dk", "dv"};
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_LT(rel_diff(f32[i], ref[i]), 1e-5) << names[i];
+    EXPECT_EQ(std::memcmp(f64_in_bf16_mode[i].raw_data(), ref[i].raw_data(), ref[i].nbytes()), 0)
+        << names[i] << ": f64 must ignore the bf16 setting";
+    const double d = rel_diff(b16[i], ref[i]);
+    EXPECT_LT(d, std::ldexp(1.0, -6)) << names[i];
+    EXPECT_GT(d, 1e-5) << names[i] << ": expected bf16 rounding to show";
+  }
+}
+
 // The precision is captured when the forward runs: a backward after the guard has ended gives the same
 // gradients as one inside it (the saved operands are the bf16 copies).
 TEST(Bf16Ops, BackwardUsesThePrecisionOfTheForward) {

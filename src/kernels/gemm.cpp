@@ -134,11 +134,12 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
 namespace {
 
 // gemm_strided's own primitive cache: key = dims, the three operands' strides, accumulate.
-using StridedKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, std::array<int64_t, 12>, bool>;
+using StridedKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, std::array<int64_t, 12>, bool, bool>;
 std::map<StridedKey, Prim> g_strided_cache;
 
-dnnl::memory::desc strided_md(int64_t b1, int64_t b2, int64_t rows, int64_t cols, const GemmStrides& st) {
-  return dnnl::memory::desc({b1, b2, rows, cols}, dnnl::memory::data_type::f32,
+dnnl::memory::desc strided_md(int64_t b1, int64_t b2, int64_t rows, int64_t cols, const GemmStrides& st,
+                              dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
+  return dnnl::memory::desc({b1, b2, rows, cols}, type,
                             dnnl::memory::dims{st.b1, st.b2, st.row, st.col});
 }
 
@@ -169,8 +170,10 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
                                sb, static_cast<double*>(c), sc, accumulate);
     return;
   }
-  BERTRAIN_ASSERT(dt == DType::f32);
+  BERTRAIN_ASSERT(dt == DType::f32 || dt == DType::bf16);
+  const bool bf16 = dt == DType::bf16;  // a and b bf16, c f32
   if (k == 0) {
+    // An empty sum (c = 0, or unchanged when accumulating); a and b are not read, whatever their dtype.
     gemm_strided_eigen<float>(b1, b2, m, n, k, static_cast<const float*>(a), sa, static_cast<const float*>(b), sb,
                               static_cast<float*>(c), sc, accumulate);
     return;
@@ -179,13 +182,14 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
   {
     StridedKey key{b1, b2, m, n, k,
                    {sa.b1, sa.b2, sa.row, sa.col, sb.b1, sb.b2, sb.row, sb.col, sc.b1, sc.b2, sc.row, sc.col},
-                   accumulate};
+                   accumulate, bf16};
     std::lock_guard<std::mutex> g(g_mu);
     auto it = g_strided_cache.find(key);
     if (it == g_strided_cache.end()) {
       Prim p;
-      p.a = strided_md(b1, b2, m, k, sa);
-      p.b = strided_md(b1, b2, k, n, sb);
+      const auto ab = bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+      p.a = strided_md(b1, b2, m, k, sa, ab);
+      p.b = strided_md(b1, b2, k, n, sb, ab);
       p.c = strided_md(b1, b2, m, n, sc);
       dnnl::primitive_attr attr;
       if (accumulate) {

@@ -30,7 +30,8 @@ struct GemmStrides {
 /// C_ij (+)= A_ij B_ij with A_ij (m, k), B_ij (k, n), C_ij (m, n); a transposed operand is a swap of its row and
 /// column strides. Lets attention read Q, K, V in their (B, T, NH, HS) layout and write the context there, with
 /// no permute copies (oneDNN's memory descriptors take arbitrary strides). f32 through oneDNN (primitives
-/// cached by shape and strides), f64 through Eigen. `dt` is the dtype of all three operands.
+/// cached by shape and strides), f64 through Eigen. `dt` is the dtype of all three operands, except bf16: then a
+/// and b are bf16 and c is f32 (oneDNN's bf16 matmul, f32 accumulation), as in gemm().
 void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_t k, const void* a,
                   const GemmStrides& sa, const void* b, const GemmStrides& sb, void* c, const GemmStrides& sc,
                   bool accumulate);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bertrain/ops/ops.h"
+#include "kernels/convert.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/gemm.h"
 #include "kernels/vmath.h"
@@ -15,6 +16,20 @@ namespace bertrain {
 namespace {
 
 using kernels::GemmStrides;
+
+// Under MatmulPrecision::bf16 the four products run as the other matmuls do (matmul.cpp): both operands rounded
+// to bf16 (same layout, so the same strides), f32 accumulation and result. `Operand` holds the bf16 copy.
+struct Operand {
+  Tensor bf;  // defined when the product runs in bf16
+  const void* src;
+  Operand(const Tensor& t, bool bf16) : src(t.raw_data()) {
+    if (!bf16) return;
+    bf = Tensor::empty(t.shape(), DType::bf16);
+    kernels::f32_to_bf16(t.data<float>(), static_cast<uint16_t*>(bf.raw_data()), t.numel());
+    src = bf.raw_data();
+  }
+  const void* ptr() const { return src; }
+};
 
 // Shapes: q (B, TQ, NH*HS); k, v (B, TK, NH*HS); scores and probabilities (B, NH, TQ, TK).
 struct AttnDims {
@@ -39,6 +54,7 @@ struct AttentionOp {
     Tensor keep;     // i8 (B, NH, TQ, TK), undefined without dropout
     AttnDims d;
     double scale, drop_scale;
+    bool bf16;  // the forward's products ran in bf16: so do the backward's
   };
 
   // One parallel region over the B*NH*TQ rows: z = x * scale + mask, y = softmax(z) (kept for backward),
@@ -117,29 +133,39 @@ struct AttentionOp {
     const AttnDims& d = sv.d;
     const DType dt = dctx.dtype();
     const GemmStrides hq = d.heads(d.tq, false), hk = d.heads(d.tk, false);
+    const bool bf = sv.bf16;
+    const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
+    const Operand dc(dctx, bf);
     // dV = P^T dctx: (TK, TQ) x (TQ, HS).
     if (g[2].needed()) {
       Tensor& dv = g[2].prepare(sv.v.shape(), dt);
-      kernels::gemm_strided(dt, d.b, d.nh, d.tk, d.hs, d.tq, sv.probs.raw_data(), d.probs(true), dctx.raw_data(),
-                            hq, dv.raw_data(), hk, g[2].accumulate);
+      const Operand pb(sv.probs, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, pb.ptr(), d.probs(true), dc.ptr(), hq, dv.raw_data(),
+                            hk, g[2].accumulate);
     }
     if (!g[0].needed() && !g[1].needed()) return;
     // dP = dctx V^T: (TQ, HS) x (HS, TK), then turned in place into the gradient of Q K^T.
     Tensor ds = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
-    kernels::gemm_strided(dt, d.b, d.nh, d.tq, d.tk, d.hs, dctx.raw_data(), hq, sv.v.raw_data(), d.heads(d.tk, true),
-                          ds.raw_data(), d.probs(false), false);
+    {
+      const Operand vb(sv.v, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, dc.ptr(), hq, vb.ptr(), d.heads(d.tk, true),
+                            ds.raw_data(), d.probs(false), false);
+    }
     softmax_dropout_bwd<T>(d, ds.data<T>(), sv.y.data<T>(),
                            sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr,
                            static_cast<T>(sv.drop_scale), static_cast<T>(sv.scale));
+    const Operand dsb(ds, bf);
     // dQ = dS K: (TQ, TK) x (TK, HS); dK = dS^T Q: (TK, TQ) x (TQ, HS).
     if (g[0].needed()) {
       Tensor& dq = g[0].prepare(sv.q.shape(), dt);
-      kernels::gemm_strided(dt, d.b, d.nh, d.tq, d.hs, d.tk, ds.raw_data(), d.probs(false), sv.k.raw_data(), hk,
+      const Operand kb(sv.k, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, dsb.ptr(), d.probs(false), kb.ptr(), hk,
                             dq.raw_data(), hq, g[0].accumulate);
     }
     if (g[1].needed()) {
       Tensor& dk = g[1].prepare(sv.k.shape(), dt);
-      kernels::gemm_strided(dt, d.b, d.nh, d.tk, d.hs, d.tq, ds.raw_data(), d.probs(true), sv.q.raw_data(), hq,
+      const Operand qb(sv.q, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, dsb.ptr(), d.probs(true), qb.ptr(), hq,
                             dk.raw_data(), hk, g[1].accumulate);
     }
   }
@@ -175,11 +201,16 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
   BERTRAIN_CHECK(d.nh * d.tq * d.tk < (int64_t{1} << 35), "attention: ", d.nh * d.tq * d.tk,
                  " probabilities per sample exceed the dropout key space");
   const DType dt = qv.dtype();
+  const bool bf = dt == DType::f32 && matmul_precision() == MatmulPrecision::bf16;
+  const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
   const bool drop = training && p > 0.0;
   // scores = Q K^T per (sample, head): (TQ, HS) x (HS, TK), then scale, mask, softmax, dropout in one pass.
   Tensor y = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
-  kernels::gemm_strided(dt, d.b, d.nh, d.tq, d.tk, d.hs, qv.raw_data(), d.heads(d.tq, false), kv.raw_data(),
-                        d.heads(d.tk, true), y.raw_data(), d.probs(false), false);
+  {
+    const Operand qb(qv, bf), kb(kv, bf);
+    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, qb.ptr(), d.heads(d.tq, false), kb.ptr(),
+                          d.heads(d.tk, true), y.raw_data(), d.probs(false), false);
+  }
   Tensor probs = y, keep;
   const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
   if (drop) {
@@ -193,9 +224,12 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
                               key, kernels::dropout_threshold16(p), static_cast<T>(ds)));
   // ctx = P V: (TQ, TK) x (TK, HS), written straight into the (B, TQ, NH, HS) layout.
   Tensor ctx = Tensor::empty(qv.shape(), dt);
-  kernels::gemm_strided(dt, d.b, d.nh, d.tq, d.hs, d.tk, probs.raw_data(), d.probs(false), vv.raw_data(),
-                        d.heads(d.tk, false), ctx.raw_data(), d.heads(d.tq, false), false);
-  return detail::record<AttentionOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, d, scale, ds});
+  {
+    const Operand pb(probs, bf), vb(vv, bf);
+    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, pb.ptr(), d.probs(false), vb.ptr(),
+                          d.heads(d.tk, false), ctx.raw_data(), d.heads(d.tq, false), false);
+  }
+  return detail::record<AttentionOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, d, scale, ds, bf});
 }
 
 }  // namespace bertrain

@@ -24,7 +24,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 
 // ---- matmul compute precision (mixed precision, `--bf16`) ----
 
-/// Precision of the f32 products of matmul, bmm and linear (forward and both backward gemms).
+/// Precision of the f32 products of matmul, bmm, linear and attention (forward and the backward gemms).
 /// f32: plain f32 (the default; results are bit-identical to bertrain before this option existed).
 /// bf16: each f32 operand is rounded to bfloat16 (round to nearest even, kernels/convert.h) and oneDNN
 /// multiplies with f32 accumulation into an f32 result (+ f32 bias): the "mixed precision" of Micikevicius et
