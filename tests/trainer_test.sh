@@ -26,6 +26,20 @@ common=(--num_threads 1 pretrain --no_progress --bert_config_file="$work/tiny.js
 run() {  # a tiny run in the foreground; extra flags follow
   "$bin" "${common[@]}" "$@"
 }
+expect_fail() {  # $1 = pattern the error must contain; rest = command
+  local pat=$1
+  shift
+  set +e
+  out=$("$@" 2>&1)
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ] || ! grep -q -- "$pat" <<<"$out"; then
+    echo "expected failure with '$pat', got rc=$rc:" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+  echo "ok: $(grep -- "$pat" <<<"$out" | head -1)"
+}
 # Background runs start the binary itself (not a shell function in a subshell), so $! is bertrain's pid and
 # signals reach it.
 
@@ -107,20 +121,6 @@ case "$case_name" in
     "$bin" inspect "$work/kill/checkpoint-40" | head -5
     ;;
   startup_checks)
-    expect_fail() {  # $1 = pattern the error must contain; rest = command
-      local pat=$1
-      shift
-      set +e
-      out=$("$@" 2>&1)
-      rc=$?
-      set -e
-      if [ "$rc" -eq 0 ] || ! grep -q -- "$pat" <<<"$out"; then
-        echo "expected failure with '$pat', got rc=$rc:" >&2
-        echo "$out" >&2
-        exit 1
-      fi
-      echo "ok: $(grep -- "$pat" <<<"$out" | head -1)"
-    }
     tiny_config "$work/small_vocab.json" 1000 64
     expect_fail "has 30522 entries but the model's vocab_size" \
       run --output_dir="$work/sc1" --bert_config_file="$work/small_vocab.json" --num_train_steps=3
@@ -165,26 +165,11 @@ assert a != b, "bf16 losses identical to f32: the flag had no effect"
 print("ok: f32", a, "bf16", b)
 PY
     echo '{"bf16": "yes"}' > "$work/bf16_bad.json"
-    set +e
-    out=$("$bin" --num_threads 1 pretrain --config "$work/bf16_bad.json" "${common[@]:3}" --output_dir="$work/bf_d" \
-          --num_train_steps=2 2>&1)
-    rc=$?
-    set -e
-    if [ "$rc" -eq 0 ] || ! grep -q "key 'bf16' has the wrong type" <<<"$out"; then
-      echo "expected a wrong-type error for bf16, got rc=$rc:" >&2
-      echo "$out" >&2
-      exit 1
-    fi
+    expect_fail "key 'bf16' has the wrong type" "$bin" --num_threads 1 pretrain --config "$work/bf16_bad.json" \
+      "${common[@]:3}" --output_dir="$work/bf_d" --num_train_steps=2
     # Without AVX-512 (here: oneDNN limited to AVX2) oneDNN 2.6 has no bf16 matmul: a clear error at start-up.
-    set +e
-    out=$(DNNL_MAX_CPU_ISA=AVX2 "$bin" "${common[@]}" --output_dir="$work/bf_e" --num_train_steps=2 --bf16 2>&1)
-    rc=$?
-    set -e
-    if [ "$rc" -eq 0 ] || ! grep -q "bf16 matmuls need a CPU with AVX-512" <<<"$out"; then
-      echo "expected the no-AVX-512 error, got rc=$rc:" >&2
-      echo "$out" >&2
-      exit 1
-    fi
+    expect_fail "bf16 matmuls need a CPU with AVX-512" env DNNL_MAX_CPU_ISA=AVX2 "$bin" "${common[@]}" \
+      --output_dir="$work/bf_e" --num_train_steps=2 --bf16
     test ! -e "$work/bf_e/metrics.jsonl" || { echo "trained before failing" >&2; exit 1; }
     ;;
   *)
