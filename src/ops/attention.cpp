@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "bertrain/ops/ops.h"
-#include "kernels/convert.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/gemm.h"
 #include "kernels/vmath.h"
@@ -18,18 +17,8 @@ namespace {
 using kernels::GemmStrides;
 
 // Under MatmulPrecision::bf16 the four products run as the other matmuls do (matmul.cpp): both operands rounded
-// to bf16 (same layout, so the same strides), f32 accumulation and result. `Operand` holds the bf16 copy.
-struct Operand {
-  Tensor bf;  // defined when the product runs in bf16
-  const void* src;
-  Operand(const Tensor& t, bool bf16) : src(t.raw_data()) {
-    if (!bf16) return;
-    bf = Tensor::empty(t.shape(), DType::bf16);
-    kernels::f32_to_bf16(t.data<float>(), static_cast<uint16_t*>(bf.raw_data()), t.numel());
-    src = bf.raw_data();
-  }
-  const void* ptr() const { return src; }
-};
+// to bf16 by detail::operand (same layout, so the same strides), f32 accumulation and result.
+using detail::operand;
 
 // Shapes: q (B, TQ, NH*HS); k, v (B, TK, NH*HS); scores and probabilities (B, NH, TQ, TK).
 struct AttnDims {
@@ -135,37 +124,37 @@ struct AttentionOp {
     const GemmStrides hq = d.heads(d.tq, false), hk = d.heads(d.tk, false);
     const bool bf = sv.bf16;
     const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
-    const Operand dc(dctx, bf);
+    const Tensor dc = operand(dctx, bf);
     // dV = P^T dctx: (TK, TQ) x (TQ, HS).
     if (g[2].needed()) {
       Tensor& dv = g[2].prepare(sv.v.shape(), dt);
-      const Operand pb(sv.probs, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, pb.ptr(), d.probs(true), dc.ptr(), hq, dv.raw_data(),
-                            hk, g[2].accumulate);
+      const Tensor pb = operand(sv.probs, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, pb.raw_data(), d.probs(true), dc.raw_data(), hq,
+                            dv.raw_data(), hk, g[2].accumulate);
     }
     if (!g[0].needed() && !g[1].needed()) return;
     // dP = dctx V^T: (TQ, HS) x (HS, TK), then turned in place into the gradient of Q K^T.
     Tensor ds = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
     {
-      const Operand vb(sv.v, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, dc.ptr(), hq, vb.ptr(), d.heads(d.tk, true),
+      const Tensor vb = operand(sv.v, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, dc.raw_data(), hq, vb.raw_data(), d.heads(d.tk, true),
                             ds.raw_data(), d.probs(false), false);
     }
     softmax_dropout_bwd<T>(d, ds.data<T>(), sv.y.data<T>(),
                            sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr,
                            static_cast<T>(sv.drop_scale), static_cast<T>(sv.scale));
-    const Operand dsb(ds, bf);
+    const Tensor dsb = operand(ds, bf);
     // dQ = dS K: (TQ, TK) x (TK, HS); dK = dS^T Q: (TK, TQ) x (TQ, HS).
     if (g[0].needed()) {
       Tensor& dq = g[0].prepare(sv.q.shape(), dt);
-      const Operand kb(sv.k, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, dsb.ptr(), d.probs(false), kb.ptr(), hk,
+      const Tensor kb = operand(sv.k, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, dsb.raw_data(), d.probs(false), kb.raw_data(), hk,
                             dq.raw_data(), hq, g[0].accumulate);
     }
     if (g[1].needed()) {
       Tensor& dk = g[1].prepare(sv.k.shape(), dt);
-      const Operand qb(sv.q, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, dsb.ptr(), d.probs(true), qb.ptr(), hq,
+      const Tensor qb = operand(sv.q, bf);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, dsb.raw_data(), d.probs(true), qb.raw_data(), hq,
                             dk.raw_data(), hk, g[1].accumulate);
     }
   }
@@ -201,14 +190,14 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
   BERTRAIN_CHECK(d.nh * d.tq * d.tk < (int64_t{1} << 35), "attention: ", d.nh * d.tq * d.tk,
                  " probabilities per sample exceed the dropout key space");
   const DType dt = qv.dtype();
-  const bool bf = dt == DType::f32 && matmul_precision() == MatmulPrecision::bf16;
+  const bool bf = detail::bf16_product(qv);
   const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
   const bool drop = training && p > 0.0;
   // scores = Q K^T per (sample, head): (TQ, HS) x (HS, TK), then scale, mask, softmax, dropout in one pass.
   Tensor y = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
   {
-    const Operand qb(qv, bf), kb(kv, bf);
-    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, qb.ptr(), d.heads(d.tq, false), kb.ptr(),
+    const Tensor qb = operand(qv, bf), kb = operand(kv, bf);
+    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, qb.raw_data(), d.heads(d.tq, false), kb.raw_data(),
                           d.heads(d.tk, true), y.raw_data(), d.probs(false), false);
   }
   Tensor probs = y, keep;
@@ -225,8 +214,8 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
   // ctx = P V: (TQ, TK) x (TK, HS), written straight into the (B, TQ, NH, HS) layout.
   Tensor ctx = Tensor::empty(qv.shape(), dt);
   {
-    const Operand pb(probs, bf), vb(vv, bf);
-    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, pb.ptr(), d.probs(false), vb.ptr(),
+    const Tensor pb = operand(probs, bf), vb = operand(vv, bf);
+    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, pb.raw_data(), d.probs(false), vb.raw_data(),
                           d.heads(d.tk, false), ctx.raw_data(), d.heads(d.tq, false), false);
   }
   return detail::record<AttentionOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, d, scale, ds, bf});

@@ -14,23 +14,28 @@ namespace bertrain {
 using kernels::GemmShape;
 
 namespace {
-
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::f32};
+}  // namespace
 
-/// Whether a product with f32/f64 operand `t` runs in bf16 now (never for f64).
+namespace detail {
+
 bool bf16_product(const Tensor& t) {
   return t.dtype() == DType::f32 && g_precision.load(std::memory_order_relaxed) == MatmulPrecision::bf16;
 }
 
-/// A bf16 copy of f32 `t` (from the caching allocator), rounded as kernels/convert.h describes.
 Tensor to_bf16(const Tensor& t) {
   Tensor r = Tensor::empty(t.shape(), DType::bf16);
   kernels::f32_to_bf16(t.data<float>(), static_cast<uint16_t*>(r.raw_data()), t.numel());
   return r;
 }
 
-/// `t` as a gemm operand: its bf16 copy when the product runs in bf16, else `t` itself.
-Tensor operand(const Tensor& t, bool bf16) { return bf16 ? to_bf16(t) : t; }
+}  // namespace detail
+
+using detail::bf16_product;
+using detail::operand;
+using detail::to_bf16;
+
+namespace {
 
 /// Shapes of a (possibly batched) product; throws "<op>: (..) x (..) ..." on a mismatch.
 GemmShape product_shape(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, int batch_dims) {

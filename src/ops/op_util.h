@@ -41,6 +41,14 @@ inline void check_float(const char* op, const Tensor& t) {
                  t.desc());
 }
 
+/// Mixed precision (MatmulPrecision in ops.h; defined in matmul.cpp), shared by every op with products:
+/// whether a product with f32/f64 operand `t` runs in bf16 now (never for f64), a bf16 copy of f32 `t` (from
+/// the caching allocator, rounded as kernels/convert.h describes), and `t` as a gemm operand (its bf16 copy
+/// when `bf16`, else `t` itself; the copy has the same layout, so strides carry over).
+bool bf16_product(const Tensor& t);
+Tensor to_bf16(const Tensor& t);
+inline Tensor operand(const Tensor& t, bool bf16) { return bf16 ? to_bf16(t) : t; }
+
 /// Number of elements the tensor has per row when viewed as (rows, last axis).
 inline int64_t last_dim(const Tensor& t) { return t.dim() == 0 ? 1 : t.shape().back(); }
 
