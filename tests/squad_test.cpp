@@ -384,7 +384,7 @@ TEST(SquadRead, ErrorsNameTheQuestionOrTheByteOffset) {
   expect_error([] {
     parse_squad_examples(one_question_json("\"hello world\"", "q-neg", "q", R"([{"text": "x", "answer_start": -1}])"),
                          false, false);
-  }, {"q-neg", "answer_start -1"});
+  }, {"q-neg", "answer_start -1 is negative"});
   // Missing fields.
   expect_error([] {
     parse_squad_examples(R"({"data": [{"paragraphs": [{"context": "a b", "qas": [{"id": "q-no-question", "answers": []}]}]}]})",
@@ -832,4 +832,16 @@ TEST(SquadEvaluateCli, V2EmptyPredictionsScoreTheNoAnswerShare) {
             std::string::npos)
       << out;
   fs::remove_all(dir);
+}
+
+// Slice sizes must be positive: 0 or a negative count is refused at parsing (it used to mean "all").
+TEST(RunSquadCli, MaxExamplesMustBePositive) {
+  for (const char* flag : {"--max_predict_examples 0", "--max_predict_examples -1", "--max_train_examples 0"}) {
+    int status = -1;
+    const std::string out = run(kBinaryDir + "/bertrain run-squad --vocab_file v.txt --output_dir o " +
+                                    "--predict_file p.json --do_predict " + flag + " 2>&1",
+                                &status);
+    EXPECT_NE(status, 0) << flag;
+    EXPECT_NE(out.find("must be at least 1, got"), std::string::npos) << flag << ": " << out;
+  }
 }

@@ -2,6 +2,7 @@
 // BertForQuestionAnswering (SQuAD v1.1 and v2.0), with evaluation by the official metric after each epoch.
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -174,8 +175,17 @@ Registrar reg{{"run-squad", "finetune BertForQuestionAnswering on SQuAD v1.1 / v
                  sub.add_option("--max_answer_length", s->max_answer_length)->capture_default_str();
                  sub.add_flag("--version_2_with_negative", s->version_2_with_negative, "SQuAD 2.0: questions may have no answer");
                  sub.add_option("--null_score_diff_threshold", s->null_score_diff_threshold)->capture_default_str();
-                 sub.add_option("--max_train_examples", s->max_train_examples, "use only the first N training questions");
-                 sub.add_option("--max_predict_examples", s->max_predict_examples, "predict only the first N questions");
+                 const CLI::Validator at_least_one(
+                     [](std::string& v) {  // non-numbers are left to CLI11's integer conversion, which names them
+                       char* end = nullptr;
+                       const long long n = std::strtoll(v.c_str(), &end, 10);
+                       return (end != v.c_str() && *end == '\0' && n < 1) ? "must be at least 1, got " + v : std::string();
+                     },
+                     "N >= 1");
+                 sub.add_option("--max_train_examples", s->max_train_examples, "use only the first N training questions")
+                     ->check(at_least_one);
+                 sub.add_option("--max_predict_examples", s->max_predict_examples, "predict only the first N questions")
+                     ->check(at_least_one);
                  return std::function<int()>([f, s] { return run(*f, *s); });
                }}};
 
