@@ -845,3 +845,80 @@ TEST(RunSquadCli, MaxExamplesMustBePositive) {
     EXPECT_NE(out.find("must be at least 1, got"), std::string::npos) << flag << ": " << out;
   }
 }
+
+// run-squad end to end on tiny files: what the break test of session 2 found. The data files are read and
+// checked before the model is loaded; a v1.1 predict file without answers is predicted, not scored; repeated ids
+// and skipped training questions are named; run-squad has no --do_eval; eval_results.json counts are integers.
+TEST(RunSquadCli, TinyFilesAreCheckedNamedAndScoredAsTheReference) {
+  const fs::path dir = temp_dir("run_squad_cli");
+  write_file(dir / "config.json",
+             R"({"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+                 "intermediate_size": 16, "max_position_embeddings": 64, "type_vocab_size": 2})");
+  const std::string base = kBinaryDir + "/bertrain run-squad --vocab_file " + kUncasedVocab + " --bert_config_file " +
+                           (dir / "config.json").string() +
+                           " --max_seq_length 48 --doc_stride 16 --max_query_length 16 --seed 3 --output_dir " +
+                           (dir / "out").string() + " ";
+  const std::string ctx = "The cat sat on the mat near the old red door of the house.";
+  int status = -1;
+
+  // --do_eval belongs to run-classifier; run_squad.py evaluates through --do_predict.
+  std::string out = run(base + "--do_predict --predict_file x.json --do_eval 2>&1", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(out.find("--do_eval"), std::string::npos) << out;
+
+  // An empty predict file fails on the file, before the (missing) checkpoint is opened.
+  write_file(dir / "empty.json", R"({"version": "1.1", "data": []})");
+  out = run(base + "--do_predict --predict_file " + (dir / "empty.json").string() +
+                " --init_checkpoint " + (dir / "no_such_checkpoint").string() + " 2>&1",
+            &status);
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("empty.json: the predict file has no questions"), std::string::npos) << out;
+  EXPECT_EQ(out.find("no_such_checkpoint"), std::string::npos) << out;
+
+  // v1.1 predict file: q2 has no answers and q1 occurs twice. Predictions are written for q1 and q2, nothing is
+  // scored (the official v1.1 script cannot score an answerless question), and both facts are named.
+  write_file(dir / "v1.json", R"({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": ")" + ctx +
+                                  R"(", "qas": [
+      {"id": "q1", "question": "Where did the cat sit?", "answers": [{"answer_start": 19, "text": "mat"}]},
+      {"id": "q2", "question": "What colour is the door?", "answers": []},
+      {"id": "q1", "question": "Where did the cat sit?", "answers": [{"answer_start": 19, "text": "mat"}]}]}]}]})");
+  fs::remove_all(dir / "out");
+  out = run(base + "--do_predict --predict_file " + (dir / "v1.json").string() + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("1 question id(s) occur more than once (first: 'q1')"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 of 3 questions have no answers (first: 'q2'): predictions are written but not scored"),
+            std::string::npos)
+      << out;
+  const std::string preds = read_file(dir / "out" / "predictions.json");
+  EXPECT_NE(preds.find("\"q1\":"), std::string::npos) << preds;
+  EXPECT_NE(preds.find("\"q2\":"), std::string::npos) << preds;
+  EXPECT_FALSE(fs::exists(dir / "out" / "eval_results.json"));
+
+  // Training: "dog" is not in the words of its span (characters 4-6 are "cat"), so t2 is skipped by name; the
+  // finetuning log counts windows. Predicting a v2.0 file then writes integer counts to eval_results.json.
+  write_file(dir / "train.json", R"({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": ")" + ctx +
+                                     R"(", "qas": [
+      {"id": "t1", "question": "Where did the cat sit?", "is_impossible": false, "answers": [{"answer_start": 19, "text": "mat"}]},
+      {"id": "t2", "question": "Who sat?", "is_impossible": false, "answers": [{"answer_start": 4, "text": "dog"}]},
+      {"id": "t3", "question": "What is red?", "is_impossible": false, "answers": [{"answer_start": 40, "text": "door"}]},
+      {"id": "t4", "question": "Who owns the car?", "is_impossible": true, "answers": []}]}]}]})");
+  write_file(dir / "v2.json", R"({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": ")" + ctx +
+                                  R"(", "qas": [
+      {"id": "d1", "question": "Where did the cat sit?", "answers": [{"answer_start": 19, "text": "mat"}]},
+      {"id": "d2", "question": "Who owns the car?", "answers": []}]}]}]})");
+  fs::remove_all(dir / "out");
+  out = run(base + "--version_2_with_negative --do_train --train_file " + (dir / "train.json").string() +
+                " --train_batch_size 2 --num_train_epochs 1 --save_checkpoints_steps 0 --do_predict --predict_file " +
+                (dir / "v2.json").string() + " 2>&1",
+            &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("1 question(s) skipped, the answer text is not in the words of its span"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Could not find answer\"): 't2'"), std::string::npos) << out;
+  EXPECT_NE(out.find("finetuning: 3 windows, batch 2"), std::string::npos) << out;
+  const std::string results = read_file(dir / "out" / "eval_results.json");
+  EXPECT_NE(results.find("\"total\": 2\n"), std::string::npos) << results;
+  EXPECT_NE(results.find("\"HasAns_total\": 1,"), std::string::npos) << results;
+  EXPECT_NE(results.find("\"NoAns_total\": 1,"), std::string::npos) << results;
+  fs::remove_all(dir);
+}

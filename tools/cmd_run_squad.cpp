@@ -2,10 +2,12 @@
 // BertForQuestionAnswering (SQuAD v1.1 and v2.0), with evaluation by the official metric after each epoch.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "bertrain/core/error.h"
 #include "bertrain/data/squad.h"
@@ -92,21 +94,32 @@ int run(const FinetuneFlags& f, const SquadFlags& s) {
   BertConfig cfg = finetune_config(f);
   BERTRAIN_CHECK(f.max_seq_length <= cfg.max_position_embeddings, "--max_seq_length ", f.max_seq_length,
                  " exceeds max_position_embeddings ", cfg.max_position_embeddings);
-  Rng init(f.opt.seed, 0x1417);
-  BertForQuestionAnswering model(cfg, init);
-  load_init_checkpoint(f, model);
-  fs::create_directories(f.output_dir);
   SquadFeatureOptions fo;
   fo.max_seq_length = f.max_seq_length;
   fo.doc_stride = s.doc_stride;
   fo.max_query_length = s.max_query_length;
 
+  // The data files are read and checked before the model is built and loaded: a bad file fails in seconds.
   Predictor pred;
   if (f.do_predict) {
     SquadReadResult r = read_squad_examples(s.predict_file, false, s.version_2_with_negative);
+    BERTRAIN_CHECK(!r.examples.empty(), s.predict_file, ": the predict file has no questions");
     pred.examples = std::move(r.examples);
     if (s.max_predict_examples > 0 && static_cast<int64_t>(pred.examples.size()) > s.max_predict_examples)
       pred.examples.resize(static_cast<size_t>(s.max_predict_examples));
+    {  // the reference keys predictions by id, so a repeated id keeps one prediction: say so
+      std::unordered_map<std::string, int> seen;
+      std::string first;
+      int64_t repeats = 0;
+      for (auto& e : pred.examples)
+        if (seen[e.qas_id]++ == 1) {
+          if (first.empty()) first = e.qas_id;
+          ++repeats;
+        }
+      if (repeats > 0)
+        spdlog::warn("predict file {}: {} question id(s) occur more than once (first: '{}'); predictions.json keeps "
+                     "one answer per id, as run_squad.py", s.predict_file, repeats, first);
+    }
     fo.is_training = false;
     pred.features = convert_examples_to_features(pred.examples, tok, fo);
     pred.gold = std::make_unique<SquadGold>(read_squad_gold(s.predict_file));
@@ -118,11 +131,53 @@ int run(const FinetuneFlags& f, const SquadFlags& s) {
         if (keep.count(q.id)) kept.push_back(q);
       pred.gold->questions = std::move(kept);
     }
-    spdlog::info("predict file {}: {} questions, {} features", s.predict_file, pred.examples.size(), pred.features.size());
+    if (!s.version_2_with_negative) {  // v1.1 scoring needs a gold answer for every question
+      int64_t unanswered = 0;
+      std::string first;
+      for (auto& q : pred.gold->questions)
+        if (q.answers.empty() && unanswered++ == 0) first = q.id;
+      if (unanswered > 0) {
+        spdlog::warn("predict file {}: {} of {} questions have no answers (first: '{}'): predictions are written but "
+                     "not scored (for SQuAD 2.0 files give --version_2_with_negative)",
+                     s.predict_file, unanswered, pred.gold->questions.size(), first);
+        pred.gold.reset();
+      }
+    }
+    spdlog::info("predict file {}: {} questions, {} windows", s.predict_file, pred.examples.size(), pred.features.size());
   }
+  SquadReadResult train;
+  std::vector<SquadFeature> feats;
+  if (f.do_train) {
+    train = read_squad_examples(s.train_file, true, s.version_2_with_negative);
+    if (s.max_train_examples > 0 && static_cast<int64_t>(train.examples.size()) > s.max_train_examples)
+      train.examples.resize(static_cast<size_t>(s.max_train_examples));
+    if (!train.skipped_ids.empty()) {
+      std::string ids;
+      for (size_t i = 0; i < std::min<size_t>(train.skipped_ids.size(), 10); ++i)
+        ids += (i ? ", '" : "'") + train.skipped_ids[i] + "'";
+      spdlog::warn("train file {}: {} question(s) skipped, the answer text is not in the words of its span "
+                   "(run_squad.py's \"Could not find answer\"): {}{}", s.train_file, train.num_skipped, ids,
+                   train.skipped_ids.size() > 10 ? ", ..." : "");
+    }
+    fo.is_training = true;
+    feats = convert_examples_to_features(train.examples, tok, fo);
+    spdlog::info("train file {}: {} questions ({} skipped), {} windows", s.train_file, train.examples.size(),
+                 train.num_skipped, feats.size());
+  }
+
+  Rng init(f.opt.seed, 0x1417);
+  BertForQuestionAnswering model(cfg, init);
+  load_init_checkpoint(f, model);
+  fs::create_directories(f.output_dir);
   auto evaluate = [&](int64_t step) {
     std::map<std::string, double> m = predict(model, pred, f, s, f.output_dir);
+    if (!pred.gold) {
+      spdlog::info("step {}: predictions written to {} (not scored)", step, f.output_dir);
+      return m;
+    }
     nlohmann::json j = m;
+    for (auto& [k, v] : m)  // counts (total, HasAns_total, NoAns_total) as integers, as the official scripts
+      if (k.size() >= 5 && k.compare(k.size() - 5, 5, "total") == 0) j[k] = static_cast<int64_t>(v);
     j["global_step"] = step;
     std::ofstream(fs::path(f.output_dir) / "eval_results.json") << j.dump(2) << "\n";
     std::string line;
@@ -131,15 +186,9 @@ int run(const FinetuneFlags& f, const SquadFlags& s) {
     return m;
   };
   if (f.do_train) {
-    SquadReadResult r = read_squad_examples(s.train_file, true, s.version_2_with_negative);
-    if (s.max_train_examples > 0 && static_cast<int64_t>(r.examples.size()) > s.max_train_examples)
-      r.examples.resize(static_cast<size_t>(s.max_train_examples));
-    fo.is_training = true;
-    std::vector<SquadFeature> feats = convert_examples_to_features(r.examples, tok, fo);
-    spdlog::info("train file {}: {} examples ({} skipped: answer not found in the context), {} features",
-                 s.train_file, r.examples.size(), r.num_skipped, feats.size());
     FinetuneTask t;
     t.num_train_examples = static_cast<int64_t>(feats.size());
+    t.example_noun = "windows";
     t.loss = [&](const std::vector<int64_t>& rows, int64_t first) {
       std::vector<size_t> idx(rows.begin(), rows.end());
       SquadBatch sb = make_squad_batch(feats, idx);
@@ -148,7 +197,7 @@ int run(const FinetuneFlags& f, const SquadFlags& s) {
     };
     if (f.do_predict) {
       t.evaluate = evaluate;
-      t.primary_metric = "f1";
+      if (pred.gold) t.primary_metric = "f1";  // without gold answers the last checkpoint is kept
     }
     t.write_extra_files = [&](const std::string& dir) { write_tokenizer_files(f, dir); };
     FinetuneOptions o = f.opt;
@@ -166,7 +215,7 @@ Registrar reg{{"run-squad", "finetune BertForQuestionAnswering on SQuAD v1.1 / v
                [](CLI::App& sub) {
                  auto f = std::make_shared<FinetuneFlags>();
                  auto s = std::make_shared<SquadFlags>();
-                 f->add_to(sub, 5e-5, 384);
+                 f->add_to(sub, 5e-5, 384, /*with_do_eval=*/false);
                  sub.add_option("--train_file", s->train_file, "SQuAD JSON for training");
                  sub.add_option("--predict_file", s->predict_file, "SQuAD JSON to predict (and score, when it has answers)");
                  sub.add_option("--doc_stride", s->doc_stride)->capture_default_str();

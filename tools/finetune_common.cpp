@@ -17,7 +17,7 @@ namespace bertrain::cli {
 
 namespace fs = std::filesystem;
 
-void FinetuneFlags::add_to(CLI::App& app, double default_lr, int default_seq_len) {
+void FinetuneFlags::add_to(CLI::App& app, double default_lr, int default_seq_len, bool with_do_eval) {
   opt.learning_rate = default_lr;
   max_seq_length = default_seq_len;
   app.add_option("--init_checkpoint", init_checkpoint, "checkpoint directory or .safetensors file (bertrain or Hugging Face)");
@@ -37,7 +37,7 @@ void FinetuneFlags::add_to(CLI::App& app, double default_lr, int default_seq_len
   app.add_option("--save_checkpoints_steps", opt.save_checkpoints_steps, "also save at every epoch end")->capture_default_str();
   app.add_option("--optimizer", opt.optimizer.name, "adamw (default, google-research/bert's variant) or lamb");
   app.add_flag("--do_train", do_train);
-  app.add_flag("--do_eval", do_eval);
+  if (with_do_eval) app.add_flag("--do_eval", do_eval, "evaluate on the dev file");
   app.add_flag("--do_predict", do_predict);
   app.add_flag("--resume", opt.resume, "continue from the newest checkpoint in output_dir");
   app.add_flag("--bf16", bf16, "mixed precision: bf16 matmuls with f32 accumulation, f32 master weights");

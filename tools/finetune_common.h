@@ -21,8 +21,9 @@ struct FinetuneFlags {
   FinetuneOptions opt;
   /// Adds --init_checkpoint --bert_config_file --vocab_file --do_lower_case --max_seq_length --train_batch_size
   /// --eval_batch_size --predict_batch_size --learning_rate --num_train_epochs --warmup_proportion --output_dir
-  /// --do_train --do_eval --do_predict --seed --save_checkpoints_steps --max_steps --resume --bf16.
-  void add_to(CLI::App& app, double default_lr, int default_seq_len);
+  /// --do_train [--do_eval] --do_predict --seed --save_checkpoints_steps --max_steps --resume --bf16.
+  /// with_do_eval: run-classifier has --do_eval; run-squad has not (run_squad.py evaluates through --do_predict).
+  void add_to(CLI::App& app, double default_lr, int default_seq_len, bool with_do_eval = true);
   bool lower() const;
   /// Sets the process-wide matmul precision from --bf16 (and logs it when bf16); the commands call it first.
   void apply_precision() const;

@@ -150,8 +150,8 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
   SignalGuard signals;
   model.train();
   const bool tty = o.progress && isatty(STDERR_FILENO) && rank == 0;
-  spdlog::info("finetuning: {} examples, batch {}, {} steps ({} per epoch), lr {}, warmup {} steps", task.num_train_examples,
-               o.train_batch_size, total, steps_per_epoch, o.learning_rate, sched.warmup_steps());
+  spdlog::info("finetuning: {} {}, batch {}, {} steps ({} per epoch), lr {}, warmup {} steps", task.num_train_examples,
+               task.example_noun, o.train_batch_size, total, steps_per_epoch, o.learning_rate, sched.warmup_steps());
   auto t_start = std::chrono::steady_clock::now();
   const int64_t first_step = step;
   std::vector<int64_t> order;

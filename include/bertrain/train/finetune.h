@@ -51,7 +51,8 @@ struct FinetuneOptions {
 };
 
 struct FinetuneTask {
-  int64_t num_train_examples = 0;
+  int64_t num_train_examples = 0;  ///< training rows (for SQuAD: windows of doc_stride, not questions)
+  std::string example_noun = "examples";  ///< what a row is called in the log ("windows" for SQuAD)
   /// Loss of the rows `rows` (indices into the training set) as a scalar to backpropagate, normalised by the
   /// whole batch; first_sample keys dropout (global sample index of the first row).
   std::function<Variable(const std::vector<int64_t>& rows, int64_t first_sample)> loss;
