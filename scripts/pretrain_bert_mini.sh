@@ -15,14 +15,9 @@ if [ ! -f "$D/split/train.txt" ]; then
   xz -dc "$SHARED/data/gutenberg_en/pretrain_corpus.txt.xz" > "$D/pretrain_corpus.txt"
   /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/split"
 fi
-[ -d "$D/train128" ] || "$BIN" create-pretraining-data --input_file "$D/split/train.txt" --output_dir "$D/train128" \
-  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 3 \
-  --num_shards 4 --random_seed 12345
-[ -d "$D/train512" ] || "$BIN" create-pretraining-data --input_file "$D/split/train.txt" --output_dir "$D/train512" \
-  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 512 --max_predictions_per_seq 80 --dupe_factor 1 \
-  --num_shards 2 --random_seed 23456
-[ -d "$D/eval128" ] || "$BIN" create-pretraining-data --input_file "$D/split/heldout.txt" --output_dir "$D/eval128" \
-  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 1 \
-  --random_seed 99
+. scripts/shards.sh
+make_shards "$D/split/train.txt" "$D/train128" 128 20 3 12345 4
+make_shards "$D/split/train.txt" "$D/train512" 512 80 1 23456 2
+make_shards "$D/split/heldout.txt" "$D/eval128" 128 20 1 99
 "$BIN" pretrain --config configs/pretrain/bert-mini-gutenberg.json "$@"
 /usr/bin/python3 scripts/plot_metrics.py out/bert-mini-gutenberg/metrics.jsonl out/bert-mini-gutenberg/curves.png

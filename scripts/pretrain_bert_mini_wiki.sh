@@ -15,12 +15,9 @@ BIN=${BIN:-build/bertrain}
 VOCAB=data/vocab/bert-base-uncased-vocab.txt
 D=out/wiki_data
 [ -f "$D/split/train.txt" ] || /usr/bin/python3 scripts/squad_corpus.py "$D/split"
-[ -d "$D/train128" ] || "$BIN" create-pretraining-data --input_file "$D/split/train.txt" --output_dir "$D/train128" \
-  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 6 \
-  --num_shards 4 --random_seed 4242
-[ -d "$D/eval128" ] || "$BIN" create-pretraining-data --input_file "$D/split/heldout.txt" --output_dir "$D/eval128" \
-  --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 --max_predictions_per_seq 20 --dupe_factor 1 \
-  --random_seed 99
+. scripts/shards.sh
+make_shards "$D/split/train.txt" "$D/train128" 128 20 6 4242 4
+make_shards "$D/split/heldout.txt" "$D/eval128" 128 20 1 99
 G=out/bert-mini-gutenberg-continue
 if [ ! -f "$G/checkpoint-800/model.safetensors" ]; then
   resume=(); [ -d "$G" ] && resume=(--resume)
