@@ -12,6 +12,10 @@ PKGS=(
   libhdf5-dev nlohmann-json3-dev libutf8proc-dev
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-torch python3-h5py python3-matplotlib
+  ccache
+  libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
+  clang libclang-rt-14-dev libfuzzer-14-dev libomp-dev
+  opencc python3-jieba
 )
 
 missing=()

@@ -6,7 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTRAIN_BUILD_TESTS=ON
+# ccache (installed by setup.sh) makes rebuilds in other directories of the same sources cheap.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTRAIN_BUILD_TESTS=ON "${launcher[@]}"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 if [ "$#" -eq 0 ]; then
   set -- -LE slow

@@ -9,8 +9,10 @@
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/models/bert.h"
-#include "bertrain/optim/lamb.h"
+#include "bertrain/ops/ops.h"
+#include "bertrain/optim/clip.h"
 #include "commands.h"
+#include "train/optimizer_factory.h"
 
 namespace bertrain::cli {
 namespace {
@@ -56,11 +58,13 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
     ov.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
   }
   PretrainRecipe r = load_pretrain_recipe(config, ov);
+  MatmulPrecisionGuard precision(r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   BertConfig cfg = load_bert_config(r.bert_config_file);
   Rng rng(r.seed, 0x1417);
   BertForPreTraining model(cfg, rng);
   model.bert().set_activation_checkpointing(r.activation_checkpointing);
-  Lamb opt(model.named_parameters());
+  // The recipe's own optimizer (LAMB, AdamW, ...): its step time is part of every update.
+  std::unique_ptr<Optimizer> opt = make_optimizer(r.optimizer, model.named_parameters());
   double total = 0;
   std::printf("%-6s %8s %8s %8s %6s %12s %12s %14s\n", "phase", "length", "batch", "micro", "accum", "s/micro", "s/step",
               "projected");
@@ -73,10 +77,17 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
     auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < micro_steps; ++k) model.forward(in, tg).loss.backward();
     const double t_micro = seconds_since(t0) / micro_steps;
+    // The update as the trainer does it: global-norm clipping, then the optimizer. The first update allocates
+    // the optimizer's moments, so one untimed update comes first.
+    auto update = [&] {
+      if (r.optimizer.clip_grad_norm > 0) clip_grad_norm(model.named_parameters(), r.optimizer.clip_grad_norm);
+      opt->step(1e-4);
+    };
+    update();
     auto t1 = std::chrono::steady_clock::now();
-    opt.step(1e-4);
-    opt.zero_grad();
+    update();
     const double t_opt = seconds_since(t1);
+    opt->zero_grad();
     const double t_step = a * t_micro + t_opt;
     const double proj = t_step * static_cast<double>(p.num_train_steps);
     total += proj;
