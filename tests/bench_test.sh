@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench_test.sh BUILD_DIR SOURCE_DIR MODE: smoke tests of the training benchmarks.
 #   train: `bertrain bench train` on bert-tiny, built in and from configs/model/bert-tiny.json: every printed and
-#          JSON field present, the FLOP count equal to the documented formula, positive rates, MFU in (0, 1].
-#   train_bf16: the same with --bf16 (one model): the JSON says bf16, MFU relative to the measured bf16 peak
-#          (about 2x the fp32 one where the CPU has AVX512_BF16), mfu_fp32_peak present.
+#          JSON field present, the FLOP count equal to the documented formula, positive rates, MFU = GFLOP/s / peak.
+#   train_bf16: the same with --bf16 (one model): the JSON says bf16, mfu_fp32_peak = GFLOP/s / fp32 peak.
+#   No check compares two timings: they depend on how busy the machine is (DESIGN.md section 9).
 #   torch: scripts/bench_torch.py on bert-tiny (batch 4): the same JSON fields. Exit 77 (skipped) without torch.
 set -euo pipefail
 build=$1 src=$2 mode=$3
@@ -29,15 +29,14 @@ for r in recs:
     assert r["flops_per_step"] == expected, (r["flops_per_step"], expected)
     assert r["sequences_per_second"] > 0 and abs(r["tokens_per_second"] - T * r["sequences_per_second"]) < 1e-6 * r["tokens_per_second"]
     assert abs(r["gflops"] - r["flops_per_step"] / r["step_seconds_median"] / 1e9) < 1e-6 * r["gflops"]
-    assert 0 < r["mfu"] <= 1.0, r["mfu"]
+    # No timing-dependent bound (a busy machine measures a low peak): MFU must be the ratio it claims to be.
+    assert r["mfu"] > 0 and r["peak_gflops"] > 0 and abs(r["mfu"] - r["gflops"] / r["peak_gflops"]) < 1e-9 * r["mfu"], r
     assert r["max_rss_mib"] > 10, r["max_rss_mib"]
     assert r["loss_first"] > 5 and r["loss_last"] > 5, "loss of a random model over 30522 ids is ~ln(30522)+ln(2)"
 if fw == "bertrain_bf16":
     r = recs[0]
     assert r["precision"] == "bf16", r["precision"]
     assert 0 < r["mfu_fp32_peak"] and abs(r["mfu_fp32_peak"] - r["gflops"] / r["fp32_peak_gflops"]) < 1e-9
-    if r["peak_gflops"] != r["fp32_peak_gflops"]:  # a bf16 peak was measured (AVX512_BF16)
-        assert r["peak_gflops"] > 1.3 * r["fp32_peak_gflops"], (r["peak_gflops"], r["fp32_peak_gflops"])
 if fw == "bertrain":
     a, b = recs
     assert a["precision"] == b["precision"] == "fp32"

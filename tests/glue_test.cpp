@@ -11,14 +11,16 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/glue.h"
-#include "bertrain/data/glue_writers.h"
-#include "bertrain/data/metrics.h"
+#include "bertrain/tasks/glue/glue.h"
+#include "bertrain/tasks/glue/writers.h"
+#include "bertrain/tasks/glue/metrics.h"
 #include "bertrain/data/pretraining.h"
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/text/tokenizer.h"
 
 using namespace bertrain;
+using namespace bertrain::text;
 using namespace bertrain::data;
+using namespace bertrain::glue;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;
 using Ids = std::vector<int32_t>;

@@ -10,12 +10,13 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/sentencepiece_tokenizer.h"
-#include "bertrain/data/tokenizer.h"
-#include "bertrain/data/utf8.h"
+#include "bertrain/text/sentencepiece_tokenizer.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/text/utf8.h"
 #include "test_util.h"
 
 using namespace bertrain;
+using namespace bertrain::text;
 namespace fs = std::filesystem;
 using Tokens = std::vector<std::string>;
 

@@ -13,12 +13,13 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/squad.h"
-#include "bertrain/data/squad_evaluate.h"
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/tasks/squad/squad.h"
+#include "bertrain/tasks/squad/evaluate.h"
+#include "bertrain/text/tokenizer.h"
 #include "test_util.h"
 
 using namespace bertrain;
+using namespace bertrain::text;
 using namespace bertrain::squad;
 namespace fs = std::filesystem;
 using Strings = std::vector<std::string>;

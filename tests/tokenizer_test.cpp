@@ -8,13 +8,14 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/sha256.h"
-#include "bertrain/data/tokenizer.h"
-#include "bertrain/data/utf8.h"
-#include "bertrain/data/vocab.h"
+#include "bertrain/core/sha256.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/text/utf8.h"
+#include "bertrain/text/vocab.h"
 #include "test_util.h"
 
 using namespace bertrain;
+using namespace bertrain::text;
 namespace fs = std::filesystem;
 using Tokens = std::vector<std::string>;
 

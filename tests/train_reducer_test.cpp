@@ -7,7 +7,7 @@
 #include "bertrain/core/rng.h"
 #include "bertrain/ops/ops.h"
 #include "bertrain/train/communicator.h"
-#include "train/grad_reducer.h"
+#include "bertrain/train/grad_reducer.h"
 
 using namespace bertrain;
 

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/sentencepiece_tokenizer.h"
-#include "bertrain/data/tokenizer.h"
-#include "bertrain/data/utf8.h"
+#include "bertrain/text/sentencepiece_tokenizer.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/text/utf8.h"
 #include "bench_util.h"
 #include "commands.h"
 
@@ -38,14 +38,14 @@ int run_bench(const BenchFlags& f) {
     std::size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     std::string_view l(text.data() + pos, nl - pos);
-    if (utf8_is_valid(l)) lines.push_back(l);
+    if (text::utf8_is_valid(l)) lines.push_back(l);
     else ++skipped;
     pos = nl + 1;
   }
-  std::optional<FullTokenizer> bert;
-  std::optional<SentencePieceTokenizer> spm;
-  if (!f.vocab_file.empty()) bert.emplace(FullTokenizer::from_vocab_file(f.vocab_file, lower));
-  else spm.emplace(SentencePieceTokenizer::load(f.spm_model_file, lower));
+  std::optional<text::FullTokenizer> bert;
+  std::optional<text::SentencePieceTokenizer> spm;
+  if (!f.vocab_file.empty()) bert.emplace(text::FullTokenizer::from_vocab_file(f.vocab_file, lower));
+  else spm.emplace(text::SentencePieceTokenizer::load(f.spm_model_file, lower));
 
   std::vector<int32_t> ids;
   std::size_t tokens = 0;

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/sentencepiece_tokenizer.h"
+#include "bertrain/text/sentencepiece_tokenizer.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -14,7 +14,7 @@ namespace {
 
 struct BuildVocabFlags {
   std::string input_file, do_lower_case = "false";
-  SentencePieceTrainOptions opts;
+  text::SentencePieceTrainOptions opts;
 };
 
 int run_build_vocab(BuildVocabFlags& f) {
@@ -24,7 +24,7 @@ int run_build_vocab(BuildVocabFlags& f) {
     if (!item.empty()) f.opts.input_files.push_back(item);
   f.opts.do_lower_case = parse_bool_flag("do_lower_case", f.do_lower_case);
   const auto t0 = std::chrono::steady_clock::now();
-  const SentencePieceTrainResult r = train_sentencepiece(f.opts);
+  const text::SentencePieceTrainResult r = text::train_sentencepiece(f.opts);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r.invalid_utf8_lines > 0)
     spdlog::warn("build-vocab: skipped {} line(s) that are not valid UTF-8; the first is {}", r.invalid_utf8_lines,

@@ -1,6 +1,6 @@
 // cmd_create_pretraining_data.cpp: `bertrain create-pretraining-data`: google-research/bert's
 // create_pretraining_data.py flags, NVIDIA-layout HDF5 shards out. Active once the tokenizer is in the tree.
-#if __has_include("bertrain/data/tokenizer.h")
+#if __has_include("bertrain/text/tokenizer.h")
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -11,7 +11,7 @@
 #include "bertrain/core/threads.h"
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/pretraining.h"
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/text/tokenizer.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -30,9 +30,9 @@ int run(const Flags& f) {
   for (const auto& w : opt.validate()) spdlog::warn("{}", w);
   const bool lower = parse_bool_flag("do_lower_case", f.do_lower_case);
 
-  FullTokenizer tok = FullTokenizer::from_vocab_file(f.vocab_file, lower);
-  const Vocab& vocab = tok.vocab();
-  vocab.require_special_tokens({Vocab::kPad, Vocab::kCls, Vocab::kSep, Vocab::kMask}, "pretraining data");
+  text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(f.vocab_file, lower);
+  const text::Vocab& vocab = tok.vocab();
+  vocab.require_special_tokens({text::Vocab::kPad, text::Vocab::kCls, text::Vocab::kSep, text::Vocab::kMask}, "pretraining data");
   std::vector<std::string> words;
   words.reserve(vocab.size());
   for (size_t i = 0; i < vocab.size(); ++i) words.push_back(vocab.token(static_cast<int32_t>(i)));
@@ -120,4 +120,4 @@ Registrar reg{{"create-pretraining-data",
 
 }  // namespace
 }  // namespace bertrain::cli
-#endif  // __has_include("bertrain/data/tokenizer.h")
+#endif  // __has_include("bertrain/text/tokenizer.h")

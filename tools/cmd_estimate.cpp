@@ -12,7 +12,7 @@
 #include "bertrain/ops/ops.h"
 #include "bertrain/optim/clip.h"
 #include "commands.h"
-#include "train/optimizer_factory.h"
+#include "bertrain/train/optimizer_factory.h"
 
 namespace bertrain::cli {
 namespace {

@@ -7,10 +7,10 @@
 #include <numeric>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/glue.h"
-#include "bertrain/data/glue_writers.h"
-#include "bertrain/data/metrics.h"
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/tasks/glue/glue.h"
+#include "bertrain/tasks/glue/writers.h"
+#include "bertrain/tasks/glue/metrics.h"
+#include "bertrain/text/tokenizer.h"
 #include "bertrain/models/bert.h"
 #include "bertrain/train/communicator.h"
 #include "commands.h"
@@ -20,8 +20,8 @@ namespace bertrain::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using data::ClassifierFeatures;
-using data::ExampleSet;
+using glue::ClassifierFeatures;
+using glue::ExampleSet;
 
 struct EvalOut {
   std::map<std::string, double> metrics;
@@ -30,7 +30,7 @@ struct EvalOut {
 };
 
 /// Logits over `features` in batches; metrics when the examples carry labels.
-EvalOut run_eval(BertForSequenceClassification& model, const data::GlueProcessor& proc,
+EvalOut run_eval(BertForSequenceClassification& model, const glue::GlueProcessor& proc,
                  const std::vector<ClassifierFeatures>& feats, int64_t batch, bool with_metrics) {
   NoGradGuard ng;
   EvalOut out;
@@ -41,7 +41,7 @@ EvalOut run_eval(BertForSequenceClassification& model, const data::GlueProcessor
   double loss_sum = 0;
   for (int64_t b = 0; b < static_cast<int64_t>(feats.size()); b += batch) {
     const int64_t e = std::min<int64_t>(b + batch, feats.size());
-    data::ClassifierBatch cb = data::make_classifier_batch(feats, b, e, reg);
+    glue::ClassifierBatch cb = glue::make_classifier_batch(feats, b, e, reg);
     BertInputs in{cb.input_ids, cb.segment_ids, cb.input_mask, 0, 0};
     Variable logits = model.forward(in);
     const Tensor& lv = logits.value();
@@ -69,17 +69,17 @@ EvalOut run_eval(BertForSequenceClassification& model, const data::GlueProcessor
   }
   if (with_metrics) {
     out.loss = loss_sum / static_cast<double>(feats.size());
-    out.metrics = reg ? data::compute_glue_regression_metrics(proc.task_name(), pred_vals, label_vals)
-                      : data::compute_glue_metrics(proc.task_name(), pred_ids, label_ids, c);
+    out.metrics = reg ? glue::compute_glue_regression_metrics(proc.task_name(), pred_vals, label_vals)
+                      : glue::compute_glue_metrics(proc.task_name(), pred_ids, label_ids, c);
   }
   return out;
 }
 
-int run(const FinetuneFlags& f, const std::string& task_name, const std::string& data_dir, const data::GlueOptions& go) {
+int run(const FinetuneFlags& f, const std::string& task_name, const std::string& data_dir, const glue::GlueOptions& go) {
   BERTRAIN_CHECK(f.do_train || f.do_eval || f.do_predict, "at least one of --do_train, --do_eval, --do_predict is required");
   f.apply_precision();
-  auto proc = data::make_glue_processor(task_name, go);
-  FullTokenizer tok = FullTokenizer::from_vocab_file(f.vocab_file, f.lower());
+  auto proc = glue::make_glue_processor(task_name, go);
+  text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(f.vocab_file, f.lower());
   BertConfig cfg = finetune_config(f);
   cfg.num_labels = proc->num_labels();
   BERTRAIN_CHECK(static_cast<int64_t>(tok.vocab().size()) <= cfg.vocab_size, "vocab file ", f.vocab_file, " has ",
@@ -95,7 +95,7 @@ int run(const FinetuneFlags& f, const std::string& task_name, const std::string&
   std::vector<std::vector<ClassifierFeatures>> dev_feats;
   if (f.do_eval || f.do_train)
     for (ExampleSet& s : proc->get_dev_sets(data_dir)) {
-      dev_feats.push_back(data::convert_examples_to_features(s.examples, *proc, f.max_seq_length, tok));
+      dev_feats.push_back(glue::convert_examples_to_features(s.examples, *proc, f.max_seq_length, tok));
       dev_sets.push_back(std::move(s));
     }
   auto evaluate = [&](int64_t step) {
@@ -114,25 +114,25 @@ int run(const FinetuneFlags& f, const std::string& task_name, const std::string&
                      return s;
                    }());
     }
-    data::write_eval_results((fs::path(f.output_dir) / "eval_results.json").string(), all, loss0, step);
+    glue::write_eval_results((fs::path(f.output_dir) / "eval_results.json").string(), all, loss0, step);
     all["loss"] = loss0;
     return all;
   };
 
   if (f.do_train) {
     ExampleSet train = proc->get_train_set(data_dir);
-    std::vector<ClassifierFeatures> feats = data::convert_examples_to_features(train.examples, *proc, f.max_seq_length, tok);
+    std::vector<ClassifierFeatures> feats = glue::convert_examples_to_features(train.examples, *proc, f.max_seq_length, tok);
     spdlog::info("{}: {} training examples, {} dev examples", proc->task_name(), feats.size(),
                  dev_feats.empty() ? 0 : dev_feats[0].size());
     FinetuneTask t;
     t.num_train_examples = static_cast<int64_t>(feats.size());
     t.loss = [&](const std::vector<int64_t>& rows, int64_t first) {
-      data::ClassifierBatch cb = data::make_classifier_batch(feats, rows, proc->is_regression());
+      glue::ClassifierBatch cb = glue::make_classifier_batch(feats, rows, proc->is_regression());
       Variable logits = model.forward(BertInputs{cb.input_ids, cb.segment_ids, cb.input_mask, first, f.opt.seed});
       return model.loss(logits, cb.labels);
     };
     t.evaluate = evaluate;
-    t.primary_metric = data::glue_primary_metric(proc->task_name(), proc->is_regression());
+    t.primary_metric = glue::glue_primary_metric(proc->task_name(), proc->is_regression());
     t.write_extra_files = [&](const std::string& dir) { write_tokenizer_files(f, dir); };
     FinetuneOptions o = f.opt;
     o.output_dir = f.output_dir;
@@ -145,20 +145,20 @@ int run(const FinetuneFlags& f, const std::string& task_name, const std::string&
   if (world()->rank() != 0) return 0;  // under mpirun rank 0 alone predicts and writes files
   if (f.do_predict) {
     for (ExampleSet& s : proc->get_test_sets(data_dir)) {
-      auto feats = data::convert_examples_to_features(s.examples, *proc, f.max_seq_length, tok);
+      auto feats = glue::convert_examples_to_features(s.examples, *proc, f.max_seq_length, tok);
       EvalOut e = run_eval(model, *proc, feats, f.predict_batch_size, false);
       const int64_t cols = proc->is_regression() ? 1 : proc->num_labels();
       const std::string results = s.name == proc->get_test_sets(data_dir).front().name ? "test_results.tsv"
                                                                                          : "test_results_" + s.name + ".tsv";
-      data::write_test_results((fs::path(f.output_dir) / results).string(), e.probs, cols);
+      glue::write_test_results((fs::path(f.output_dir) / results).string(), e.probs, cols);
       if (proc->is_regression()) {
-        data::write_glue_submission_regression((fs::path(f.output_dir) / s.submission_file).string(), s.examples, e.probs);
+        glue::write_glue_submission_regression((fs::path(f.output_dir) / s.submission_file).string(), s.examples, e.probs);
       } else {
         std::vector<int32_t> ids;
         for (size_t i = 0; i < s.examples.size(); ++i)
           ids.push_back(static_cast<int32_t>(std::max_element(e.probs.begin() + i * cols, e.probs.begin() + (i + 1) * cols) -
                                              (e.probs.begin() + i * cols)));
-        data::write_glue_submission((fs::path(f.output_dir) / s.submission_file).string(), s.examples, ids, proc->labels());
+        glue::write_glue_submission((fs::path(f.output_dir) / s.submission_file).string(), s.examples, ids, proc->labels());
       }
       spdlog::info("predictions for {} ({} examples) -> {}, {}", s.name, s.examples.size(), results, s.submission_file);
     }
@@ -172,7 +172,7 @@ Registrar reg{{"run-classifier",
                  auto f = std::make_shared<FinetuneFlags>();
                  auto task = std::make_shared<std::string>();
                  auto dir = std::make_shared<std::string>();
-                 auto go = std::make_shared<data::GlueOptions>();
+                 auto go = std::make_shared<glue::GlueOptions>();
                  auto labels = std::make_shared<std::string>();
                  f->add_to(sub, 5e-5, 128);
                  sub.add_option("--task_name", *task, "CoLA, SST-2, MRPC, QQP, STS-B, MNLI, QNLI, RTE, WNLI or generic")->required();

@@ -10,9 +10,9 @@
 #include <unordered_map>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/squad.h"
-#include "bertrain/data/squad_evaluate.h"
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/tasks/squad/squad.h"
+#include "bertrain/tasks/squad/evaluate.h"
+#include "bertrain/text/tokenizer.h"
 #include "bertrain/models/bert.h"
 #include "bertrain/train/communicator.h"
 #include "commands.h"
@@ -90,7 +90,7 @@ int run(const FinetuneFlags& f, const SquadFlags& s) {
   BERTRAIN_CHECK(f.do_train || f.do_predict, "at least one of --do_train, --do_predict is required");
   BERTRAIN_CHECK(!f.do_train || !s.train_file.empty(), "--do_train needs --train_file");
   BERTRAIN_CHECK(!f.do_predict || !s.predict_file.empty(), "--do_predict needs --predict_file");
-  FullTokenizer tok = FullTokenizer::from_vocab_file(f.vocab_file, f.lower());
+  text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(f.vocab_file, f.lower());
   BertConfig cfg = finetune_config(f);
   BERTRAIN_CHECK(f.max_seq_length <= cfg.max_position_embeddings, "--max_seq_length ", f.max_seq_length,
                  " exceeds max_position_embeddings ", cfg.max_position_embeddings);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/squad_evaluate.h"
+#include "bertrain/tasks/squad/evaluate.h"
 #include "commands.h"
 
 namespace bertrain::cli {

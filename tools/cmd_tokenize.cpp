@@ -6,9 +6,9 @@
 #include <string>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/sentencepiece_tokenizer.h"
-#include "bertrain/data/tokenizer.h"
-#include "bertrain/data/utf8.h"
+#include "bertrain/text/sentencepiece_tokenizer.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/text/utf8.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -23,10 +23,10 @@ int run_tokenize(const TokenizeFlags& f) {
   BERTRAIN_CHECK(f.vocab_file.empty() != f.spm_model_file.empty(),
                  "tokenize: give exactly one of --vocab_file and --spm_model_file");
   const bool lower = parse_bool_flag("do_lower_case", f.do_lower_case);
-  std::optional<FullTokenizer> bert;
-  std::optional<SentencePieceTokenizer> spm;
-  if (!f.vocab_file.empty()) bert.emplace(FullTokenizer::from_vocab_file(f.vocab_file, lower));
-  else spm.emplace(SentencePieceTokenizer::load(f.spm_model_file, lower));
+  std::optional<text::FullTokenizer> bert;
+  std::optional<text::SentencePieceTokenizer> spm;
+  if (!f.vocab_file.empty()) bert.emplace(text::FullTokenizer::from_vocab_file(f.vocab_file, lower));
+  else spm.emplace(text::SentencePieceTokenizer::load(f.spm_model_file, lower));
 
   std::ios::sync_with_stdio(false);
   std::string line, out;
@@ -34,7 +34,7 @@ int run_tokenize(const TokenizeFlags& f) {
   std::size_t line_no = 0;
   while (std::getline(std::cin, line)) {
     ++line_no;
-    const std::size_t bad = utf8_invalid_offset(line);
+    const std::size_t bad = text::utf8_invalid_offset(line);
     BERTRAIN_CHECK(bad == std::string_view::npos, "tokenize: stdin line ", line_no, ": not valid UTF-8 (byte ",
                    bad + 1, ")");
     out.clear();

@@ -1,1 +1,1 @@
-bertrain_add_layer(schedule SOURCES schedule/schedule.cpp PUBLIC_DEPS bertrain::core)
+bertrain_add_layer(schedule SOURCES schedule/schedule.cpp PRIVATE_DEPS bertrain::core)

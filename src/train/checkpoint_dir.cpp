@@ -1,5 +1,5 @@
 // checkpoint_dir.cpp: temporary directory + fsync + rename.
-#include "train/checkpoint_dir.h"
+#include "bertrain/train/checkpoint_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -17,10 +17,10 @@
 #include "bertrain/ops/ops.h"
 #include "bertrain/optim/clip.h"
 #include "bertrain/train/communicator.h"
-#include "train/checkpoint_dir.h"
-#include "train/grad_reducer.h"
-#include "train/optimizer_factory.h"
-#include "train/signals.h"
+#include "bertrain/train/checkpoint_dir.h"
+#include "bertrain/train/grad_reducer.h"
+#include "bertrain/train/optimizer_factory.h"
+#include "bertrain/train/signals.h"
 
 namespace bertrain {
 

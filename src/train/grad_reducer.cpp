@@ -1,5 +1,5 @@
 // grad_reducer.cpp: see grad_reducer.h.
-#include "train/grad_reducer.h"
+#include "bertrain/train/grad_reducer.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // optimizer_factory.cpp: see optimizer_factory.h.
-#include "train/optimizer_factory.h"
+#include "bertrain/train/optimizer_factory.h"
 
 #include "bertrain/core/error.h"
 #include "bertrain/optim/adamw.h"

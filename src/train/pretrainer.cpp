@@ -20,7 +20,7 @@
 
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/loader.h"
-#include "bertrain/data/vocab.h"
+#include "bertrain/text/vocab.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/safetensors.h"
@@ -33,10 +33,10 @@
 #include "bertrain/ops/ops.h"
 #include "bertrain/schedule/schedule.h"
 #include "bertrain/train/communicator.h"
-#include "train/checkpoint_dir.h"
-#include "train/grad_reducer.h"
-#include "train/optimizer_factory.h"
-#include "train/signals.h"
+#include "bertrain/train/checkpoint_dir.h"
+#include "bertrain/train/grad_reducer.h"
+#include "bertrain/train/optimizer_factory.h"
+#include "bertrain/train/signals.h"
 
 namespace bertrain {
 
@@ -99,7 +99,7 @@ struct PretrainTrainer::Impl {
     }
     cfg = load_bert_config(cfg_path);
     if (!r.vocab_file.empty()) {
-      Vocab v = Vocab::load(r.vocab_file);
+      text::Vocab v = text::Vocab::load(r.vocab_file);
       BERTRAIN_CHECK(static_cast<int64_t>(v.size()) <= cfg.vocab_size, "vocab file ", r.vocab_file, " has ",
                      v.size(), " entries but the model's vocab_size (", cfg_path, ") is ", cfg.vocab_size);
       v.require_special_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "pretraining");
@@ -326,7 +326,7 @@ struct PretrainTrainer::Impl {
     lo.dynamic_masking = r.dynamic_masking;
     if (r.dynamic_masking) {
       BERTRAIN_CHECK(!r.vocab_file.empty(), "recipe: dynamic_masking needs vocab_file");
-      Vocab v = Vocab::load(r.vocab_file);
+      text::Vocab v = text::Vocab::load(r.vocab_file);
       lo.vocab = std::make_shared<data::PretrainingVocab>(v.tokens());
     }
     loader = std::make_unique<data::PretrainingLoader>(lo, cursor);

@@ -1,5 +1,5 @@
 // signals.cpp: async-signal-safe handlers that only store the signal number.
-#include "train/signals.h"
+#include "bertrain/train/signals.h"
 
 #include <atomic>
 #include <csignal>

@@ -1,14 +1,14 @@
 // squad.cpp: SQuAD reading (read_squad_examples), features (convert_examples_to_features, doc_stride windows,
 // max context) and batches, following google-research/bert run_squad.py.
-#include "bertrain/data/squad.h"
+#include "bertrain/tasks/squad/squad.h"
 
 #include <algorithm>
 #include <unordered_map>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/utf8.h"
-#include "data/squad_json.h"
-#include "data/unicode.h"
+#include "bertrain/text/utf8.h"
+#include "tasks/squad/json.h"
+#include "bertrain/text/unicode.h"
 
 namespace bertrain::squad {
 
@@ -25,7 +25,7 @@ bool is_squad_whitespace(char32_t c) { return c == ' ' || c == '\t' || c == '\r'
 void squad_split_paragraph(std::string_view paragraph_text, std::vector<std::string>& doc_tokens,
                            std::vector<int32_t>& char_to_word_offset) {
   std::vector<char32_t> cps;
-  utf8_decode_append(paragraph_text, cps);
+  text::utf8_decode_append(paragraph_text, cps);
   doc_tokens.clear();
   char_to_word_offset.clear();
   char_to_word_offset.reserve(cps.size());
@@ -35,7 +35,7 @@ void squad_split_paragraph(std::string_view paragraph_text, std::vector<std::str
       prev_is_whitespace = true;
     } else {
       if (prev_is_whitespace) doc_tokens.emplace_back();
-      utf8_append(doc_tokens.back(), c);
+      text::utf8_append(doc_tokens.back(), c);
       prev_is_whitespace = false;
     }
     char_to_word_offset.push_back(static_cast<int32_t>(doc_tokens.size()) - 1);
@@ -80,7 +80,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
             const std::string a_where = str_cat(id_where, ", answer ", k);
             const std::string& text = string_field((*answers)[k], "text", source, a_where);
             const int64_t start = int_field((*answers)[k], "answer_start", source, a_where);
-            const int64_t len = static_cast<int64_t>(utf8_length(text));
+            const int64_t len = static_cast<int64_t>(text::utf8_length(text));
             BERTRAIN_CHECK(start >= 0, source, ": ", a_where, ": answer_start ", start, " is negative");
             BERTRAIN_CHECK(start + std::max<int64_t>(len, 1) <= context_len, source, ": ", a_where,
                            ": answer_start ", start, " with a text of ", len,
@@ -95,7 +95,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
             const json& answer = (*answers)[0];
             ex.orig_answer_text = answer["text"].get<std::string>();
             const int64_t answer_offset = answer["answer_start"].get<int64_t>();
-            const int64_t answer_length = static_cast<int64_t>(utf8_length(ex.orig_answer_text));
+            const int64_t answer_length = static_cast<int64_t>(text::utf8_length(ex.orig_answer_text));
             BERTRAIN_CHECK(answer_length > 0, source, ": ", id_where, ": the answer text is empty");
             ex.start_position = char_to_word_offset[answer_offset];
             ex.end_position = char_to_word_offset[answer_offset + answer_length - 1];
@@ -201,13 +201,13 @@ std::pair<int32_t, int32_t> improve_answer_span(const std::vector<std::string>& 
 
 }  // namespace
 
-void convert_examples_to_features(const std::vector<SquadExample>& examples, const FullTokenizer& tokenizer,
+void convert_examples_to_features(const std::vector<SquadExample>& examples, const text::FullTokenizer& tokenizer,
                                   const SquadFeatureOptions& options,
                                   const std::function<void(SquadFeature&&)>& output_fn) {
   options.validate();
-  const Vocab& vocab = tokenizer.vocab();
-  vocab.require_special_tokens({Vocab::kCls, Vocab::kSep}, "SQuAD features");
-  const int32_t cls_id = vocab.id(Vocab::kCls), sep_id = vocab.id(Vocab::kSep);
+  const text::Vocab& vocab = tokenizer.vocab();
+  vocab.require_special_tokens({text::Vocab::kCls, text::Vocab::kSep}, "SQuAD features");
+  const int32_t cls_id = vocab.id(text::Vocab::kCls), sep_id = vocab.id(text::Vocab::kSep);
   const int32_t T = options.max_seq_length;
   int64_t unique_id = 1000000000;
   TokenizedDoc td;
@@ -285,12 +285,12 @@ void convert_examples_to_features(const std::vector<SquadExample>& examples, con
       std::fill(f.input_mask.begin(), f.input_mask.begin() + n, 1);
       if (!options.is_training) {
         f.tokens.reserve(n);
-        f.tokens.emplace_back(Vocab::kCls);
+        f.tokens.emplace_back(text::Vocab::kCls);
         f.tokens.insert(f.tokens.end(), query_tokens.begin(), query_tokens.end());
-        f.tokens.emplace_back(Vocab::kSep);
+        f.tokens.emplace_back(text::Vocab::kSep);
         f.tokens.insert(f.tokens.end(), td.all_doc_tokens.begin() + span.start,
                         td.all_doc_tokens.begin() + span.start + span.length);
-        f.tokens.emplace_back(Vocab::kSep);
+        f.tokens.emplace_back(text::Vocab::kSep);
       }
       if (options.is_training && !example.is_impossible) {
         // A window that does not contain the whole annotation has nothing to predict: it points at [CLS].
@@ -307,7 +307,7 @@ void convert_examples_to_features(const std::vector<SquadExample>& examples, con
 }
 
 std::vector<SquadFeature> convert_examples_to_features(const std::vector<SquadExample>& examples,
-                                                       const FullTokenizer& tokenizer,
+                                                       const text::FullTokenizer& tokenizer,
                                                        const SquadFeatureOptions& options) {
   std::vector<SquadFeature> out;
   convert_examples_to_features(examples, tokenizer, options, [&](SquadFeature&& f) { out.push_back(std::move(f)); });
@@ -358,17 +358,17 @@ namespace detail {
 
 std::string python_split_join(std::string_view s) {
   std::vector<char32_t> cps;
-  utf8_decode_append(s, cps);
+  text::utf8_decode_append(s, cps);
   std::string out;
   bool in_word = false;
   for (char32_t c : cps) {
-    if (unicode::is_python_space(c)) {
+    if (text::unicode::is_python_space(c)) {
       in_word = false;
       continue;
     }
     if (!in_word && !out.empty()) out += ' ';
     in_word = true;
-    utf8_append(out, c);
+    text::utf8_append(out, c);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // metrics.cpp: accuracy, F1, Matthews correlation, Pearson, Spearman and the GLUE per-task metric sets.
-#include "bertrain/data/metrics.h"
+#include "bertrain/tasks/glue/metrics.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +10,7 @@
 
 #include "bertrain/core/error.h"
 
-namespace bertrain::data {
+namespace bertrain::glue {
 namespace {
 
 template <class A, class B>
@@ -162,4 +162,4 @@ std::string glue_primary_metric(const std::string& task_name, bool is_regression
   return {};
 }
 
-}  // namespace bertrain::data
+}  // namespace bertrain::glue

@@ -7,10 +7,10 @@
 #include <numeric>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/squad.h"
-#include "bertrain/data/utf8.h"
-#include "data/squad_json.h"
-#include "data/unicode.h"
+#include "bertrain/tasks/squad/squad.h"
+#include "bertrain/text/utf8.h"
+#include "tasks/squad/json.h"
+#include "bertrain/text/unicode.h"
 
 namespace bertrain::squad {
 
@@ -57,14 +57,14 @@ void strip_spaces(const std::vector<char32_t>& text, std::vector<char32_t>& ns_t
 
 std::vector<char32_t> decode(std::string_view s) {
   std::vector<char32_t> out;
-  utf8_decode_append(s, out);
+  text::utf8_decode_append(s, out);
   return out;
 }
 
 }  // namespace
 
 std::string get_final_text(std::string_view pred_text, std::string_view orig_text, bool do_lower_case) {
-  const BasicTokenizer tokenizer(do_lower_case);
+  const text::BasicTokenizer tokenizer(do_lower_case);
   std::string tok_text_u8;
   for (const auto& t : tokenizer.tokenize(orig_text)) {
     if (!tok_text_u8.empty()) tok_text_u8 += ' ';
@@ -101,7 +101,7 @@ std::string get_final_text(std::string_view pred_text, std::string_view orig_tex
   if (orig_end_position < 0) return std::string(orig_text);
 
   std::string out;
-  for (int64_t i = orig_start_position; i <= orig_end_position; ++i) utf8_append(out, orig[i]);
+  for (int64_t i = orig_start_position; i <= orig_end_position; ++i) text::utf8_append(out, orig[i]);
   return out;
 }
 

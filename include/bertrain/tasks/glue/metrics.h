@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace bertrain::data {
+namespace bertrain::glue {
 
 /// Fraction of positions where predictions[i] == labels[i] (sklearn accuracy_score).
 double accuracy(std::span<const int32_t> predictions, std::span<const int32_t> labels);
@@ -65,4 +65,4 @@ std::map<std::string, double> compute_glue_regression_metrics(const std::string&
 /// Throws bertrain::Error for an unknown task.
 std::string glue_primary_metric(const std::string& task_name, bool is_regression = false);
 
-}  // namespace bertrain::data
+}  // namespace bertrain::glue

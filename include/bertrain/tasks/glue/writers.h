@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "bertrain/data/glue.h"
+#include "bertrain/tasks/glue/glue.h"
 
-namespace bertrain::data {
+namespace bertrain::glue {
 
 /// eval_results.json: one JSON object, keys sorted, indented by 2, ending in '\n':
 /// {"eval_<metric>": value for each metric, "eval_loss": eval_loss, "global_step": global_step}.
@@ -49,4 +49,4 @@ void write_glue_submission_regression(const std::string& path, std::span<const I
 /// Throws bertrain::Error naming the path when it cannot write.
 void write_text_file_atomic(const std::string& path, const std::string& text);
 
-}  // namespace bertrain::data
+}  // namespace bertrain::glue

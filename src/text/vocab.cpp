@@ -1,15 +1,15 @@
 // vocab.cpp: loading, validating and saving BERT vocab.txt files.
-#include "bertrain/data/vocab.h"
+#include "bertrain/text/vocab.h"
 
 #include <fstream>
 #include <sstream>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/sha256.h"
-#include "bertrain/data/utf8.h"
-#include "data/unicode.h"
+#include "bertrain/core/sha256.h"
+#include "bertrain/text/utf8.h"
+#include "bertrain/text/unicode.h"
 
-namespace bertrain {
+namespace bertrain::text {
 namespace {
 
 // Python's str.strip() with no argument: removes leading and trailing characters for which
@@ -112,4 +112,4 @@ void Vocab::save(const std::string& path) const {
   BERTRAIN_CHECK(out.good(), "error while writing vocab file '", path, "'");
 }
 
-}  // namespace bertrain
+}  // namespace bertrain::text

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace bertrain {
+namespace bertrain::text {
 
 /// Returns the byte offset of the first ill-formed UTF-8 sequence in `s`, or std::string_view::npos when
 /// all of `s` is well-formed. Well-formed means the Unicode standard's Table 3-7 (no overlong forms, no
@@ -27,4 +27,4 @@ void utf8_append(std::string& out, char32_t cp);
 /// Number of code points in well-formed UTF-8 `s` (counts bytes that are not continuation bytes).
 std::size_t utf8_length(std::string_view s) noexcept;
 
-}  // namespace bertrain
+}  // namespace bertrain::text

@@ -1,5 +1,5 @@
 // squad_json.cpp: JSON helpers for the SQuAD reader, predictions and evaluation (see squad_json.h).
-#include "data/squad_json.h"
+#include "tasks/squad/json.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // unicode.cpp: UTF-8 coding and the utf8proc-backed character predicates and transforms (see unicode.h).
-#include "data/unicode.h"
+#include "bertrain/text/unicode.h"
 
 #include <utf8proc.h>
 
@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/utf8.h"
+#include "bertrain/text/utf8.h"
 
-namespace bertrain {
+namespace bertrain::text {
 
 // Well-formed UTF-8 byte sequences, The Unicode Standard 15.0, section 3.9, Table 3-7.
 static inline std::size_t utf8_seq_len(const unsigned char* p, std::size_t avail) noexcept {
@@ -302,4 +302,4 @@ void nfkd_drop_combining_append(const char32_t* s, std::size_t n, std::vector<ch
 }
 
 }  // namespace unicode
-}  // namespace bertrain
+}  // namespace bertrain::text

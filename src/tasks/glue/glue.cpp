@@ -1,6 +1,6 @@
 // glue.cpp: GLUE task readers (table-driven TSV layouts plus the generic CSV/TSV/JSONL task), run_classifier
 // featurization and batching. See glue.h for the reference behaviour each function matches.
-#include "bertrain/data/glue.h"
+#include "bertrain/tasks/glue/glue.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,10 +16,10 @@
 
 #include "bertrain/core/error.h"
 #include "bertrain/data/pretraining.h"
-#include "bertrain/data/tokenizer.h"
-#include "bertrain/data/utf8.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/text/utf8.h"
 
-namespace bertrain::data {
+namespace bertrain::glue {
 namespace {
 
 namespace fs = std::filesystem;
@@ -52,7 +52,7 @@ std::string read_text_file(const std::string& path) {
   buf << in.rdbuf();
   BERTRAIN_CHECK(!in.bad(), path, ": read error");
   std::string bytes = buf.str();
-  const std::size_t bad = utf8_invalid_offset(bytes);
+  const std::size_t bad = text::utf8_invalid_offset(bytes);
   if (bad != std::string::npos) {
     const int64_t line = 1 + std::count(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
     const std::size_t line_start = bytes.rfind('\n', bad == 0 ? 0 : bad - 1);
@@ -539,11 +539,11 @@ std::string where(const InputExample& ex) {
 
 ClassifierFeatures convert_impl(const InputExample& example, const std::vector<std::string>& labels,
                                 const std::unordered_map<std::string, int32_t>* label_map, bool is_regression,
-                                int max_seq_length, const FullTokenizer& tokenizer) {
+                                int max_seq_length, const text::FullTokenizer& tokenizer) {
   BERTRAIN_CHECK(max_seq_length >= 3, "max_seq_length must be at least 3 ([CLS] a [SEP] b [SEP] needs 3 slots), got ",
                  max_seq_length);
-  const Vocab& vocab = tokenizer.vocab();
-  const int32_t cls = vocab.id(Vocab::kCls), sep = vocab.id(Vocab::kSep);
+  const text::Vocab& vocab = tokenizer.vocab();
+  const int32_t cls = vocab.id(text::Vocab::kCls), sep = vocab.id(text::Vocab::kSep);
   BERTRAIN_CHECK(cls >= 0 && sep >= 0, "vocab '", vocab.source(), "' has no ", cls < 0 ? "[CLS]" : "[SEP]",
                  " token: classification inputs need [CLS] and [SEP]");
 
@@ -581,7 +581,7 @@ ClassifierFeatures convert_impl(const InputExample& example, const std::vector<s
   const bool pair = !tokens_b.empty();
   if (pair) {
     // [CLS], [SEP], [SEP]
-    truncate_seq_pair_back(tokens_a, tokens_b, static_cast<std::size_t>(max_seq_length - 3));
+    data::truncate_seq_pair_back(tokens_a, tokens_b, static_cast<std::size_t>(max_seq_length - 3));
   } else if (tokens_a.size() > static_cast<std::size_t>(max_seq_length - 2)) {
     tokens_a.resize(static_cast<std::size_t>(max_seq_length - 2));  // [CLS], [SEP]
   }
@@ -618,13 +618,13 @@ ClassifierFeatures convert_impl(const InputExample& example, const std::vector<s
 }  // namespace
 
 ClassifierFeatures convert_single_example(const InputExample& example, const std::vector<std::string>& labels,
-                                          bool is_regression, int max_seq_length, const FullTokenizer& tokenizer) {
+                                          bool is_regression, int max_seq_length, const text::FullTokenizer& tokenizer) {
   return convert_impl(example, labels, nullptr, is_regression, max_seq_length, tokenizer);
 }
 
 std::vector<ClassifierFeatures> convert_examples_to_features(std::span<const InputExample> examples,
                                                              const GlueProcessor& processor, int max_seq_length,
-                                                             const FullTokenizer& tokenizer) {
+                                                             const text::FullTokenizer& tokenizer) {
   std::unordered_map<std::string, int32_t> label_map;
   for (std::size_t i = 0; i < processor.labels().size(); ++i)
     label_map.emplace(processor.labels()[i], static_cast<int32_t>(i));
@@ -679,4 +679,4 @@ ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> featur
   return make_classifier_batch(features, idx, is_regression);
 }
 
-}  // namespace bertrain::data
+}  // namespace bertrain::glue

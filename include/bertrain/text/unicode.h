@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace bertrain::unicode {
+namespace bertrain::text::unicode {
 
 /// Flags of one code point for BERT's BasicTokenizer (tokenization.py at google-research/bert eedf571).
 enum CharFlag : uint8_t {
@@ -80,4 +80,4 @@ bool is_python_digit(char32_t c) noexcept;
 bool is_cased(char32_t c) noexcept;
 bool is_case_ignorable(char32_t c) noexcept;
 
-}  // namespace bertrain::unicode
+}  // namespace bertrain::text::unicode

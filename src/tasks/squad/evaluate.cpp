@@ -1,5 +1,5 @@
 // squad_evaluate.cpp: the official SQuAD v1.1 and v2.0 metrics (evaluate-v1.1.py, evaluate-v2.0.py).
-#include "bertrain/data/squad_evaluate.h"
+#include "bertrain/tasks/squad/evaluate.h"
 
 #include <utf8proc.h>
 
@@ -8,10 +8,10 @@
 #include <unordered_set>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/squad.h"
-#include "bertrain/data/utf8.h"
-#include "data/squad_json.h"
-#include "data/unicode.h"
+#include "bertrain/tasks/squad/squad.h"
+#include "bertrain/text/utf8.h"
+#include "tasks/squad/json.h"
+#include "bertrain/text/unicode.h"
 
 namespace bertrain::squad {
 
@@ -36,8 +36,8 @@ bool is_ascii_punctuation(char32_t c) {
 // normalize_answer(s).split(): the normalized tokens.
 std::vector<std::string> normalized_tokens(std::string_view s) {
   std::vector<char32_t> cps, lowered;
-  utf8_decode_append(s, cps);
-  unicode::python_lower_append(cps.data(), cps.size(), lowered);
+  text::utf8_decode_append(s, cps);
+  text::unicode::python_lower_append(cps.data(), cps.size(), lowered);
   // remove_punc
   std::vector<char32_t> text;
   text.reserve(lowered.size());
@@ -63,13 +63,13 @@ std::vector<std::string> normalized_tokens(std::string_view s) {
   std::vector<std::string> tokens;
   bool in_word = false;
   for (char32_t c : no_articles) {
-    if (unicode::is_python_space(c)) {
+    if (text::unicode::is_python_space(c)) {
       in_word = false;
       continue;
     }
     if (!in_word) tokens.emplace_back();
     in_word = true;
-    utf8_append(tokens.back(), c);
+    text::utf8_append(tokens.back(), c);
   }
   return tokens;
 }

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "bertrain/data/vocab.h"
+#include "bertrain/text/vocab.h"
 
-namespace bertrain {
+namespace bertrain::text {
 
 /// Callback receiving one token (UTF-8). The view is valid only during the call; the callback must not
 /// itself call a BasicTokenizer on the same thread (the tokenizer's per-thread buffers are in use).
@@ -129,4 +129,4 @@ class FullTokenizer {
   WordpieceTokenizer wordpiece_;
 };
 
-}  // namespace bertrain
+}  // namespace bertrain::text

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bertrain/core/tensor.h"
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/text/tokenizer.h"
 
 namespace bertrain::squad {
 
@@ -138,13 +138,13 @@ struct SquadFeature {
 /// Calls `output_fn` once per feature, in the reference's order (examples in order, windows in order).
 /// Throws bertrain::Error on invalid options (see SquadFeatureOptions::validate), a training example
 /// without positions, or a word piece missing from the vocab (convert_tokens_to_ids).
-void convert_examples_to_features(const std::vector<SquadExample>& examples, const FullTokenizer& tokenizer,
+void convert_examples_to_features(const std::vector<SquadExample>& examples, const text::FullTokenizer& tokenizer,
                                   const SquadFeatureOptions& options,
                                   const std::function<void(SquadFeature&&)>& output_fn);
 
 /// The same, collecting the features into a vector.
 std::vector<SquadFeature> convert_examples_to_features(const std::vector<SquadExample>& examples,
-                                                       const FullTokenizer& tokenizer,
+                                                       const text::FullTokenizer& tokenizer,
                                                        const SquadFeatureOptions& options);
 
 /// A batch of features as i32 tensors, in the order of `indices`.

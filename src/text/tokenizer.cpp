@@ -1,15 +1,15 @@
 // tokenizer.cpp: BasicTokenizer, WordpieceTokenizer and FullTokenizer (google-research/bert
 // tokenization.py semantics), working on code point arrays with reused per-thread buffers.
-#include "bertrain/data/tokenizer.h"
+#include "bertrain/text/tokenizer.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/utf8.h"
-#include "data/unicode.h"
+#include "bertrain/text/utf8.h"
+#include "bertrain/text/unicode.h"
 
-namespace bertrain {
+namespace bertrain::text {
 namespace {
 
 // Per-thread scratch buffers so that tokenizing allocates nothing per character or token in steady state.
@@ -283,4 +283,4 @@ std::vector<std::string> FullTokenizer::convert_ids_to_tokens(const std::vector<
   return out;
 }
 
-}  // namespace bertrain
+}  // namespace bertrain::text

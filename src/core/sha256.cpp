@@ -1,7 +1,7 @@
 // sha256.cpp: a compact SHA-256 following NIST FIPS 180-4, section 6.2 (constants from section 4.2.2,
 // initial hash value from section 5.3.3, padding from section 5.1.1). Checked against the FIPS/NIST
 // example vectors in tests/tokenizer_test.cpp.
-#include "bertrain/data/sha256.h"
+#include "bertrain/core/sha256.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // glue_writers.cpp: eval_results.json, test_results.tsv and GLUE submission files.
-#include "bertrain/data/glue_writers.h"
+#include "bertrain/tasks/glue/writers.h"
 
 #include <cerrno>
 #include <charconv>
@@ -12,7 +12,7 @@
 
 #include "bertrain/core/error.h"
 
-namespace bertrain::data {
+namespace bertrain::glue {
 namespace {
 
 // Shortest decimal text that parses back to the same float32 (std::to_chars' round-trip guarantee).
@@ -110,4 +110,4 @@ void write_glue_submission_regression(const std::string& path, std::span<const I
   write_text_file_atomic(path, format_glue_submission_regression(examples, predictions));
 }
 
-}  // namespace bertrain::data
+}  // namespace bertrain::glue

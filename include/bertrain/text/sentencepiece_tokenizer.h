@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "bertrain/data/vocab.h"
+#include "bertrain/text/vocab.h"
 
-namespace bertrain {
+namespace bertrain::text {
 
 /// ALBERT's `preprocess_text` (google-research/albert tokenization.py), in its order:
 ///  1. if remove_space: `" ".join(text.strip().split())` (Python whitespace: Zs, bidi WS/B/S);
@@ -109,4 +109,4 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
 /// The BERT vocab derived from a loaded sentencepiece model by the mapping documented at train_sentencepiece.
 Vocab bert_vocab_from_sentencepiece(const SentencePieceTokenizer& spm);
 
-}  // namespace bertrain
+}  // namespace bertrain::text

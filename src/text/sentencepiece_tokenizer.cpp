@@ -1,6 +1,6 @@
 // sentencepiece_tokenizer.cpp: ALBERT-style sentencepiece tokenization and build-vocab training, wrapping
 // the sentencepiece processor and trainer libraries.
-#include "bertrain/data/sentencepiece_tokenizer.h"
+#include "bertrain/text/sentencepiece_tokenizer.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
@@ -12,11 +12,11 @@
 #include <unordered_set>
 
 #include "bertrain/core/error.h"
-#include "bertrain/data/tokenizer.h"
-#include "bertrain/data/utf8.h"
-#include "data/unicode.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/text/utf8.h"
+#include "bertrain/text/unicode.h"
 
-namespace bertrain {
+namespace bertrain::text {
 namespace {
 
 constexpr std::string_view kSpieceUnderline = "\xE2\x96\x81";  // U+2581 '▁'
@@ -296,4 +296,4 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& o)
   return r;
 }
 
-}  // namespace bertrain
+}  // namespace bertrain::text

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace bertrain {
+namespace bertrain::text {
 
 /// Token <-> id mapping of a BERT vocab.txt. Immutable once built; safe to share between threads.
 class Vocab {
@@ -73,4 +73,4 @@ class Vocab {
   int32_t unk_id_ = -1;
 };
 
-}  // namespace bertrain
+}  // namespace bertrain::text

@@ -19,11 +19,11 @@
 
 #include "bertrain/core/tensor.h"
 
-namespace bertrain {
+namespace bertrain::text {
 class FullTokenizer;
-}  // namespace bertrain
+}  // namespace bertrain::text
 
-namespace bertrain::data {
+namespace bertrain::glue {
 
 /// One example of a sequence (pair) classification or regression task (run_classifier's InputExample).
 struct InputExample {
@@ -160,12 +160,12 @@ struct ClassifierFeatures {
 /// room for a pair; bertrain requires 3 for single sentences too), the label is not in `labels`, a
 /// regression label is not a finite number, the text is not well-formed UTF-8, or the vocab lacks [CLS]/[SEP].
 ClassifierFeatures convert_single_example(const InputExample& example, const std::vector<std::string>& labels,
-                                          bool is_regression, int max_seq_length, const FullTokenizer& tokenizer);
+                                          bool is_regression, int max_seq_length, const text::FullTokenizer& tokenizer);
 
 /// convert_single_example for every example, with the processor's labels and mode. Same throws.
 std::vector<ClassifierFeatures> convert_examples_to_features(std::span<const InputExample> examples,
                                                              const GlueProcessor& processor, int max_seq_length,
-                                                             const FullTokenizer& tokenizer);
+                                                             const text::FullTokenizer& tokenizer);
 
 /// A batch of ClassifierFeatures as tensors.
 struct ClassifierBatch {
@@ -184,4 +184,4 @@ ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> featur
 ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> features, int64_t begin, int64_t end,
                                       bool is_regression);
 
-}  // namespace bertrain::data
+}  // namespace bertrain::glue
