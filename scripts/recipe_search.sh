@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# recipe_search.sh: issue 16's pretraining recipe search in miniature. Each row is one hypothesis: the base
+# recipe (configs/pretrain/search/base.json: bert-mini, LAMB lr 2e-3, global batch 128, warmup 10%, linear decay,
+# dropout 0.1, next-sentence on, 15% masking, length 128, fp32) with one thing changed, trained on the same
+# shards for the same token budget (49,152 sequences of 128 = 6.29 M tokens, about 20-25 minutes of bert-mini on
+# this 2-core machine when it is quiet), evaluated on held-out text every 8,192 sequences.
+#
+# Usage: scripts/recipe_search.sh [ROW ...]        (no ROW: every row of ROWS below, in order)
+#        scripts/recipe_search.sh --list
+# Environment: BIN (bertrain binary, default build/bertrain), OUT (default ../runs/recipe-search: outside the
+# clone), SHARED (default ../shared), THREADS (default: all cores).
+# Resumable: a finished row has OUT/<row>/DONE and is skipped; an unfinished one continues with --resume. To
+# pause (e.g. while benchmarks need a quiet machine): kill -TERM the script's process group (the trainer saves a
+# checkpoint and exits); run the same command again to continue. Each row first runs `bertrain estimate` of
+# its own recipe (OUT/<row>/estimate.txt); OUT/<row>/wall.log records the start and end of every segment.
+# scripts/recipe_table.py OUT prints the table of docs/pretraining-recipes.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-build/bertrain}
+OUT=${OUT:-../runs/recipe-search}
+SHARED=${SHARED:-../shared}
+VOCAB=data/vocab/bert-base-uncased-vocab.txt
+BASE=configs/pretrain/search/base.json
+D=$OUT/data
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+thr=(); [ -n "${THREADS:-}" ] && thr=(--num_threads "$THREADS")
+
+# name | overrides of the base recipe (input_dir and eval_dir are added below). Budget: 49,152 sequences.
+# Batch rows scale LAMB's lr with sqrt(batch) from the base (You et al. 2019, section 4) and keep the budget.
+ROWS=(
+  "base|"
+  "lamb-lr1e-3|--learning_rate=1e-3"
+  "lamb-lr4e-3|--learning_rate=4e-3"
+  "adamw-lr5e-4|--optimizer.name=adamw --learning_rate=5e-4"
+  "adamw-lr1e-3|--optimizer.name=adamw --learning_rate=1e-3"
+  "adamw-lr2e-3|--optimizer.name=adamw --learning_rate=2e-3"
+  "dropout-0|--bert_config_file=configs/pretrain/search/bert-mini-nodropout.json"
+  "nsp-off|--next_sentence=false"
+  "warmup-0.02|--warmup_proportion=0.02"
+  "warmup-0.3|--warmup_proportion=0.3"
+  "batch-32|--train_batch_size=32 --num_train_steps=1536 --learning_rate=1e-3 --eval_every_steps=256 --save_checkpoints_steps=256"
+  "batch-64|--train_batch_size=64 --num_train_steps=768 --learning_rate=1.414e-3 --eval_every_steps=128 --save_checkpoints_steps=128"
+  "batch-256|--train_batch_size=256 --num_train_steps=192 --learning_rate=2.828e-3 --eval_every_steps=32 --save_checkpoints_steps=32"
+  "mask-30|--input_dir=@train128m30 --max_predictions_per_seq=40"
+  "seq-64|--input_dir=@train64 --max_seq_length=64 --max_predictions_per_seq=10 --train_batch_size=256 --micro_batch_size=64"
+  "bf16|--bf16=true"
+  "lamb-b1024|--train_batch_size=1024 --num_train_steps=48 --learning_rate=5.657e-3 --eval_every_steps=8 --save_checkpoints_steps=8"
+  "adamw-b32|--optimizer.name=adamw --train_batch_size=32 --num_train_steps=1536 --learning_rate=5e-4 --eval_every_steps=256 --save_checkpoints_steps=256"
+)
+
+if [ "${1:-}" = "--list" ]; then
+  for r in "${ROWS[@]}"; do echo "${r%%|*}: ${r#*|}"; done
+  exit 0
+fi
+
+# ---- data: Gutenberg training books + Wikipedia (SQuAD v1.1 train contexts), held-out books and articles ----
+prepare_data() {
+  mkdir -p "$D"
+  if [ ! -f "$D/gutenberg/train.txt" ]; then
+    xz -dc "$SHARED/data/gutenberg_en/pretrain_corpus.txt.xz" > "$D/pretrain_corpus.txt"
+    /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/gutenberg"
+    rm "$D/pretrain_corpus.txt"
+  fi
+  [ -f "$D/wiki/train.txt" ] || /usr/bin/python3 scripts/squad_corpus.py "$D/wiki"
+  . scripts/shards.sh
+  make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train128" 128 20 2 4101 4
+  make_shards "$D/gutenberg/heldout.txt" "$D/eval_gutenberg128" 128 20 1 99
+  make_shards "$D/wiki/heldout.txt" "$D/eval_wiki128" 128 20 1 99
+  [ -d "$D/train64" ] || "$BIN" create-pretraining-data --input_file "$D/gutenberg/train.txt,$D/wiki/train.txt" \
+    --output_dir "$D/train64" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 64 \
+    --max_predictions_per_seq 10 --dupe_factor 2 --random_seed 4102 --num_shards 4
+  [ -d "$D/train128m30" ] || "$BIN" create-pretraining-data --input_file "$D/gutenberg/train.txt,$D/wiki/train.txt" \
+    --output_dir "$D/train128m30" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 \
+    --max_predictions_per_seq 40 --masked_lm_prob 0.3 --dupe_factor 2 --random_seed 4103 --num_shards 4
+  # One evaluation directory holding both held-out sets (the trainer reports their pooled loss).
+  if [ ! -d "$D/eval128" ]; then
+    mkdir -p "$D/eval128"
+    ln -s ../eval_gutenberg128/part-00000-training.hdf5 "$D/eval128/gutenberg-training.hdf5"
+    ln -s ../eval_wiki128/part-00000-training.hdf5 "$D/eval128/wiki-training.hdf5"
+  fi
+  for e in eval128 eval_gutenberg128 eval_wiki128; do
+    [ -f "$D/$e.unigram.txt" ] || /usr/bin/python3 scripts/unigram_baseline.py "$D/$e" "$D/train128" > "$D/$e.unigram.txt"
+  done
+}
+
+run_row() {
+  local name=$1 ov=$2 dir=$OUT/$1
+  [ -f "$dir/DONE" ] && { echo "recipe_search: $name done"; return 0; }
+  mkdir -p "$dir"
+  local args=(--output_dir="$dir" --input_dir="$D/train128" --eval_dir="$D/eval128")
+  for a in $ov; do args+=("${a/@/$D/}"); done
+  printf '%s\n' "${args[@]}" > "$dir/overrides.txt"
+  [ -f "$dir/estimate.txt" ] || nice "$BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt"
+  local resume=(); ls -d "$dir"/checkpoint-* >/dev/null 2>&1 && resume=(--resume)
+  echo "start $(date +%s) $(date -Is) load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/wall.log"
+  set +e
+  nice "$BIN" "${thr[@]}" pretrain --config "$BASE" "${args[@]}" --no_progress "${resume[@]}" >> "$dir/train.log" 2>&1
+  local rc=$?
+  set -e
+  echo "end $(date +%s) $(date -Is) rc $rc load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/wall.log"
+  [ $rc -eq 0 ] || { echo "recipe_search: $name stopped (exit $rc); run again to continue" >&2; exit $rc; }
+  touch "$dir/DONE"
+  echo "recipe_search: $name finished"
+}
+
+prepare_data
+want=("$@")
+for r in "${ROWS[@]}"; do
+  name=${r%%|*}
+  if [ ${#want[@]} -gt 0 ]; then
+    case " ${want[*]} " in *" $name "*) ;; *) continue ;; esac
+  fi
+  run_row "$name" "${r#*|}"
+done
