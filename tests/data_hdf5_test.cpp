@@ -182,6 +182,43 @@ TEST(Hdf5Shard, ListsOnlyTrainingFiles) {
   fs::remove_all(dir);
 }
 
+TEST(Hdf5Shard, SelectsTrainingAndEvalShardsAsNvidiaLaysThemOut) {
+  // NVIDIA's directory holds *_training_* and *_test_* files side by side: training takes the "training" ones,
+  // evaluation every HDF5 file; a directory without "training" names trains on all its HDF5 files.
+  fs::path dir = temp_dir("select");
+  PretrainingFeatures f = random_features(3, 8, 2, 2);
+  write_pretraining_shard((dir / "books_wiki_en_corpus_training_1.hdf5").string(), f);
+  write_pretraining_shard((dir / "books_wiki_en_corpus_test_0.hdf5").string(), f);
+  write_pretraining_shard((dir / "books_wiki_en_corpus_training_0.hdf5").string(), f);
+  std::ofstream(dir / "notes-training.txt") << "not a shard";
+  std::ofstream(dir / "part-00009-training.hdf5.tmp") << "half-written";
+  auto train = list_training_shards(dir.string());
+  ASSERT_EQ(train.size(), 2u);
+  EXPECT_EQ(fs::path(train[0]).filename(), "books_wiki_en_corpus_training_0.hdf5");
+  EXPECT_EQ(fs::path(train[1]).filename(), "books_wiki_en_corpus_training_1.hdf5");
+  auto eval = list_eval_shards(dir.string());
+  ASSERT_EQ(eval.size(), 3u);
+  EXPECT_EQ(fs::path(eval[0]).filename(), "books_wiki_en_corpus_test_0.hdf5");
+
+  fs::path test_only = temp_dir("select_test_only");
+  write_pretraining_shard((test_only / "wiki_test_1.h5").string(), f);
+  write_pretraining_shard((test_only / "wiki_test_0.hdf5").string(), f);
+  auto fallback = list_training_shards(test_only.string());
+  ASSERT_EQ(fallback.size(), 2u);
+  EXPECT_EQ(fs::path(fallback[0]).filename(), "wiki_test_0.hdf5");
+  EXPECT_EQ(fs::path(fallback[1]).filename(), "wiki_test_1.h5");
+
+  fs::path empty = temp_dir("select_empty");
+  std::ofstream(empty / "dataset_info.json") << "{}";
+  std::string e = error_of([&] { list_eval_shards(empty.string()); });
+  EXPECT_NE(e.find("eval_dir '" + empty.string() + "' holds no HDF5 shard"), std::string::npos) << e;
+  e = error_of([&] { list_training_shards((empty / "missing").string()); });
+  EXPECT_NE(e.find("missing' does not exist"), std::string::npos) << e;
+  fs::remove_all(dir);
+  fs::remove_all(test_only);
+  fs::remove_all(empty);
+}
+
 TEST(Hdf5Shard, PipelineShardsByteIdenticalForOneAndTwoThreads) {
   // Whole pipeline on the shared sample corpus with a hashing word tokenizer (the real WordPiece tokenizer
   // is exercised by the CLI test): reading, instances, round-robin shards.

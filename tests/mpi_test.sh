@@ -164,7 +164,7 @@ PY
       kill -0 "$job_pid" 2> /dev/null || break
       sleep 0.05
     done
-    ends_within 10 "$work/throw.log" "rank 1 of 2: shard directory .*empty_eval"
+    ends_within 10 "$work/throw.log" "rank 1 of 2: eval_dir .*empty_eval"
     ;;
   *)
     echo "unknown case $case_name" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trainer_test.sh BUILD_DIR SOURCE_DIR CASE: behaviour tests of `bertrain pretrain` through the real binary.
 # Cases: data (fixture: makes tiny shards), accumulation, resume_sigterm, c32_resume, sigkill_checkpoint,
-# startup_checks.
+# startup_checks, eval_dir_names, bf16.
 set -euo pipefail
 build=$1
 src=$2
@@ -139,6 +139,23 @@ JSON
       --init_checkpoint="$work/sc4/checkpoint-3" --num_train_steps=3
     expect_fail "must be a multiple of micro_batch_size" run --output_dir="$work/sc6" --train_batch_size=6 --micro_batch_size=4 --num_train_steps=3
     expect_fail "unknown flag --learning_rat" run --output_dir="$work/sc7" --learning_rat=3 --num_train_steps=3
+    ;;
+  eval_dir_names)
+    # Evaluation reads every *.hdf5 / *.h5 file of eval_dir, whatever its name (NVIDIA's held-out shards are
+    # *_test_*.hdf5); training says how many samples each epoch leaves out; an eval_dir without shards is one error.
+    rm -rf "$work/ev" "$work/ev_train" "$work/ev_empty"
+    mkdir -p "$work/ev" "$work/ev_empty"
+    cp "$data"/p32/part-00000-training.hdf5 "$work/ev/wikicorpus_en_test_0.hdf5"
+    echo "not a shard" > "$work/ev/README.txt"
+    out=$(run --output_dir="$work/ev_train" --num_train_steps=2 --train_batch_size=8 2>&1)
+    grep -q "samples of each epoch's order are not used that epoch" <<<"$out" || { echo "no epoch-tail log line" >&2; echo "$out" >&2; exit 1; }
+    "$bin" --num_threads 1 pretrain --no_progress --do_train=false --do_eval --init_checkpoint="$work/ev_train/checkpoint-2" \
+      --eval_dir="$work/ev" --output_dir="$work/ev_out" --bert_config_file="$work/tiny.json"
+    /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['global_step']==2 and r['masked_lm_loss']>0, r; print('ok:', r)" \
+      "$work/ev_out/eval_results.json"
+    expect_fail "holds no HDF5 shard" "$bin" --num_threads 1 pretrain --no_progress --do_train=false --do_eval \
+      --init_checkpoint="$work/ev_train/checkpoint-2" --eval_dir="$work/ev_empty" --output_dir="$work/ev_out2" \
+      --bert_config_file="$work/tiny.json"
     ;;
   bf16)
     # --bf16 (recipe key "bf16"): the resolved recipe records it, the log says so, the losses are finite and

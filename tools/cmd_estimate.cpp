@@ -89,7 +89,7 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
     const double t_opt = seconds_since(t1);
     opt->zero_grad();
     const double t_step = a * t_micro + t_opt;
-    const double proj = t_step * static_cast<double>(p.num_train_steps);
+    const double proj = t_step * static_cast<double>(p.schedule.num_train_steps);
     total += proj;
     std::printf("%-6zu %8ld %8ld %8ld %6ld %12.3f %12.2f %13.2fh\n", i + 1, (long)p.max_seq_length,
                 (long)p.train_batch_size, (long)p.micro_batch_size, (long)a, t_micro, t_step, proj / 3600);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "bertrain/core/error.h"
@@ -35,7 +36,14 @@ void FinetuneFlags::add_to(CLI::App& app, double default_lr, int default_seq_len
   app.add_option("--output_dir", output_dir)->required();
   app.add_option("--seed", opt.seed)->capture_default_str();
   app.add_option("--save_checkpoints_steps", opt.save_checkpoints_steps, "also save at every epoch end")->capture_default_str();
-  app.add_option("--optimizer", opt.optimizer.name, "adamw (default, google-research/bert's variant) or lamb");
+  app.add_option("--optimizer", opt.optimizer.name, "adamw (default, google-research/bert's variant) or lamb")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, OptimizerName>{{"adamw", OptimizerName::adamw},
+                                                                               {"lamb", OptimizerName::lamb}}));
+  app.add_option("--lr_convention", opt.lr_convention,
+                 "warmup rounding and step indexing of the schedule: google_bert (default), nvidia, hugging_face")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, LrConvention>{
+          {"google_bert", LrConvention::google_bert}, {"nvidia", LrConvention::nvidia},
+          {"hugging_face", LrConvention::hugging_face}}));
   app.add_flag("--do_train", do_train);
   if (with_do_eval) app.add_flag("--do_eval", do_eval, "evaluate on the dev file");
   app.add_flag("--do_predict", do_predict);

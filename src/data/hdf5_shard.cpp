@@ -261,19 +261,33 @@ PretrainingFeatures read_pretraining_shard(const std::string& path) {
 
 ShardInfo inspect_pretraining_shard(const std::string& path) { return read_or_inspect(path, nullptr); }
 
-std::vector<std::string> list_training_shards(const std::string& dir) {
-  BERTRAIN_CHECK(fs::is_directory(dir), "shard directory '", dir, "' does not exist");
+namespace {
+
+/// Regular files (or links to them) of `dir` named *.hdf5 or *.h5, sorted by name.
+std::vector<std::string> list_hdf5_files(const std::string& dir, const char* what) {
+  std::error_code ec;
+  BERTRAIN_CHECK(fs::is_directory(dir, ec), what, " '", dir, "' does not exist or is not a directory");
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.find("training") != std::string::npos &&
-        !(name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0))
-      out.push_back(e.path().string());
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".hdf5" || ext == ".h5")) out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
-  BERTRAIN_CHECK(!out.empty(), "shard directory '", dir, "' holds no file whose name contains \"training\"");
+  BERTRAIN_CHECK(!out.empty(), what, " '", dir, "' holds no HDF5 shard (*.hdf5 or *.h5 file)");
   return out;
 }
+
+}  // namespace
+
+std::vector<std::string> list_training_shards(const std::string& dir) {
+  std::vector<std::string> all = list_hdf5_files(dir, "shard directory");
+  std::vector<std::string> training;
+  for (const std::string& p : all)
+    if (fs::path(p).filename().string().find("training") != std::string::npos) training.push_back(p);
+  return training.empty() ? all : training;
+}
+
+std::vector<std::string> list_eval_shards(const std::string& dir) { return list_hdf5_files(dir, "eval_dir"); }
 
 void write_pretraining_shards(const std::vector<TrainingInstance>& instances, const PretrainingOptions& options,
                               const std::string& output_dir, DatasetInfo& info, int gzip_level) {

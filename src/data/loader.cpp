@@ -147,18 +147,9 @@ LoaderCursor PretrainingLoader::advance(const LoaderCursor& c) const {
   return n;
 }
 
-PretrainingBatch PretrainingLoader::make_batch(const LoaderCursor& at) {
-  if (order_epoch_ != at.epoch) {
-    order_ = epoch_order(opt_.seed, at.epoch, num_samples_);
-    order_epoch_ = at.epoch;
-  }
-  const int64_t A = opt_.grad_accum_steps, B = opt_.micro_batch_size, T = T_, P = P_;
-  PretrainingBatch b;
-  b.epoch = at.epoch;
-  b.step = at.position / A;
-  b.micro_step = at.position % A;
-  b.next = advance(at);
-  b.sample_index = micro_batch_indices(order_, b.step, opt_.rank, b.micro_step, opt_.world_size, A, B);
+void fill_pretraining_batch(const PretrainingFeatures& f, std::span<const int64_t> samples, PretrainingBatch& b) {
+  const int64_t B = static_cast<int64_t>(samples.size()), T = f.max_seq_length, P = f.max_predictions_per_seq;
+  BERTRAIN_CHECK(B > 0, "fill_pretraining_batch: no samples");
   b.input_ids = Tensor::empty({B, T}, DType::i32);
   b.token_type_ids = Tensor::empty({B, T}, DType::i32);
   b.attention_mask = Tensor::empty({B, T}, DType::i32);
@@ -174,18 +165,52 @@ PretrainingBatch PretrainingLoader::make_batch(const LoaderCursor& at) {
   float* w = b.masked_lm_weights.data<float>();
   int32_t* nsl = b.next_sentence_labels.data<int32_t>();
   for (int64_t r = 0; r < B; ++r) {
-    const int64_t s = b.sample_index[static_cast<size_t>(r)];
+    const int64_t s = samples[static_cast<size_t>(r)];
+    BERTRAIN_CHECK(s >= 0 && s < f.size(), "fill_pretraining_batch: sample ", s, " outside [0, ", f.size(), ")");
     const size_t src_t = static_cast<size_t>(s * T), src_p = static_cast<size_t>(s * P);
     for (int64_t t = 0; t < T; ++t) {
-      ids[r * T + t] = data_.input_ids[src_t + static_cast<size_t>(t)];
-      tt[r * T + t] = data_.segment_ids[src_t + static_cast<size_t>(t)];
-      am[r * T + t] = data_.input_mask[src_t + static_cast<size_t>(t)];
+      ids[r * T + t] = f.input_ids[src_t + static_cast<size_t>(t)];
+      tt[r * T + t] = f.segment_ids[src_t + static_cast<size_t>(t)];
+      am[r * T + t] = f.input_mask[src_t + static_cast<size_t>(t)];
     }
     for (int64_t p = 0; p < P; ++p) {
-      pos[r * P + p] = data_.masked_lm_positions[src_p + static_cast<size_t>(p)];
-      mid[r * P + p] = data_.masked_lm_ids[src_p + static_cast<size_t>(p)];
+      pos[r * P + p] = f.masked_lm_positions[src_p + static_cast<size_t>(p)];
+      mid[r * P + p] = f.masked_lm_ids[src_p + static_cast<size_t>(p)];
+      w[r * P + p] = pos[r * P + p] != 0 ? 1.0f : 0.0f;
     }
-    nsl[r] = data_.next_sentence_labels[static_cast<size_t>(s)];
+    nsl[r] = f.next_sentence_labels[static_cast<size_t>(s)];
+  }
+}
+
+PretrainingBatch make_pretraining_batch(const PretrainingFeatures& f, int64_t begin, int64_t count) {
+  std::vector<int64_t> samples(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) samples[static_cast<size_t>(i)] = begin + i;
+  PretrainingBatch b;
+  fill_pretraining_batch(f, samples, b);
+  b.sample_index = std::move(samples);
+  return b;
+}
+
+PretrainingBatch PretrainingLoader::make_batch(const LoaderCursor& at) {
+  if (order_epoch_ != at.epoch) {
+    order_ = epoch_order(opt_.seed, at.epoch, num_samples_);
+    order_epoch_ = at.epoch;
+  }
+  const int64_t A = opt_.grad_accum_steps, B = opt_.micro_batch_size, T = T_, P = P_;
+  PretrainingBatch b;
+  b.epoch = at.epoch;
+  b.step = at.position / A;
+  b.micro_step = at.position % A;
+  b.next = advance(at);
+  b.sample_index = micro_batch_indices(order_, b.step, opt_.rank, b.micro_step, opt_.world_size, A, B);
+  fill_pretraining_batch(data_, b.sample_index, b);
+  int32_t* ids = b.input_ids.data<int32_t>();
+  int32_t* am = b.attention_mask.data<int32_t>();
+  int32_t* pos = b.masked_lm_positions.data<int32_t>();
+  int32_t* mid = b.masked_lm_ids.data<int32_t>();
+  float* w = b.masked_lm_weights.data<float>();
+  for (int64_t r = 0; r < B; ++r) {
+    const int64_t s = b.sample_index[static_cast<size_t>(r)];
     if (opt_.dynamic_masking) {
       // Restore the original tokens, then mask afresh with a generator keyed by (seed, epoch, sample).
       int64_t len = 0;

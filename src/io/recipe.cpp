@@ -1,11 +1,12 @@
-// recipe.cpp: recipe JSON <-> structs, overrides and validation (nlohmann/json).
+// recipe.cpp: recipe JSON <-> typed option structs, overrides and validation (nlohmann/json).
 #include "bertrain/io/recipe.h"
 
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "bertrain/core/error.h"
 
@@ -13,63 +14,240 @@ namespace bertrain {
 
 using json = nlohmann::json;
 
+// ---------------------------------------------------------------- enums <-> strings
+namespace {
+
+template <class E>
+const std::vector<std::pair<E, const char*>>& names();
+template <>
+const std::vector<std::pair<OptimizerName, const char*>>& names() {
+  static const std::vector<std::pair<OptimizerName, const char*>> v = {{OptimizerName::lamb, "lamb"},
+      {OptimizerName::adamw, "adamw"}, {OptimizerName::adam, "adam"}, {OptimizerName::lars, "lars"},
+      {OptimizerName::sgd, "sgd"}};
+  return v;
+}
+template <>
+const std::vector<std::pair<LrConvention, const char*>>& names() {
+  static const std::vector<std::pair<LrConvention, const char*>> v = {{LrConvention::google_bert, "google_bert"},
+      {LrConvention::nvidia, "nvidia"}, {LrConvention::hugging_face, "hugging_face"}};
+  return v;
+}
+template <>
+const std::vector<std::pair<LrDecay, const char*>>& names() {
+  static const std::vector<std::pair<LrDecay, const char*>> v = {{LrDecay::poly, "poly"}, {LrDecay::linear, "linear"},
+      {LrDecay::cosine, "cosine"}, {LrDecay::constant, "constant"}};
+  return v;
+}
+template <>
+const std::vector<std::pair<LambAdaptation, const char*>>& names() {
+  static const std::vector<std::pair<LambAdaptation, const char*>> v = {{LambAdaptation::by_pattern, "by_pattern"},
+      {LambAdaptation::all, "all"}, {LambAdaptation::decayed_only, "decayed_only"}};
+  return v;
+}
+template <>
+const std::vector<std::pair<WeightDecayMode, const char*>>& names() {
+  static const std::vector<std::pair<WeightDecayMode, const char*>> v = {{WeightDecayMode::decoupled, "decoupled"},
+      {WeightDecayMode::l2, "l2"}};
+  return v;
+}
+
+template <class E>
+std::string name_of(E e) {
+  for (const auto& [v, n] : names<E>())
+    if (v == e) return n;
+  BERTRAIN_ASSERT(false, "enum value without a name");
+  return "";
+}
+
+template <class E>
+E parse_enum(const std::string& s, const std::string& what) {
+  std::string all;
+  for (const auto& [v, n] : names<E>()) {
+    if (s == n) return v;
+    all += (all.empty() ? "" : ", ") + std::string(n);
+  }
+  throw Error(what + " '" + s + "' is not one of " + all);
+}
+
+}  // namespace
+
+std::string to_string(OptimizerName v) { return name_of(v); }
+std::string to_string(LrConvention v) { return name_of(v); }
+std::string to_string(LrDecay v) { return name_of(v); }
+std::string to_string(LambAdaptation v) { return name_of(v); }
+std::string to_string(WeightDecayMode v) { return name_of(v); }
+OptimizerName parse_optimizer_name(const std::string& s, const std::string& what) { return parse_enum<OptimizerName>(s, what); }
+LrConvention parse_lr_convention(const std::string& s, const std::string& what) { return parse_enum<LrConvention>(s, what); }
+LrDecay parse_lr_decay(const std::string& s, const std::string& what) { return parse_enum<LrDecay>(s, what); }
+
+OptimizerRecipe OptimizerRecipe::google_bert_finetuning() {
+  OptimizerRecipe o;
+  o.name = OptimizerName::adamw;
+  o.adamw.bias_correction = o.lamb.bias_correction = false;  // the same settings if --optimizer=lamb is chosen
+  o.adamw.eps = o.lamb.eps = 1e-6;
+  o.adamw.weight_decay = o.lamb.weight_decay = 0.01;
+  o.clip_grad_norm = 1.0;
+  return o;
+}
+
+// ---------------------------------------------------------------- keys
 namespace {
 
 const std::set<std::string> kPhaseKeys = {"max_seq_length", "max_predictions_per_seq", "input_dir",
                                           "train_batch_size", "micro_batch_size", "learning_rate",
                                           "num_warmup_steps", "warmup_proportion", "decay", "decay_power",
-                                          "num_train_steps"};
+                                          "end_learning_rate", "lr_convention", "num_train_steps"};
 const std::set<std::string> kTopKeys = {"bert_config_file", "vocab_file", "do_lower_case", "output_dir",
                                         "init_checkpoint", "seed", "optimizer", "save_checkpoints_steps",
                                         "save_total_limit", "eval_dir", "eval_every_steps", "max_eval_steps",
                                         "next_sentence", "max_consecutive_skipped_steps", "log_every_steps",
                                         "activation_checkpointing", "dynamic_masking", "bf16", "do_train",
                                         "do_eval", "phases"};
-const std::set<std::string> kOptimizerKeys = {"name", "beta1", "beta2", "eps", "weight_decay", "momentum",
-                                              "bias_correction", "layer_adaptation", "max_grad_norm",
-                                              "clip_grad_norm", "exclude_from_weight_decay"};
+const std::set<std::string> kOptimizerKeys = {
+    "name", "beta1", "beta2", "eps", "weight_decay", "bias_correction", "weight_decay_mode", "layer_adaptation",
+    "max_grad_norm", "trust_clamp", "trust_clamp_min", "trust_clamp_max", "momentum", "dampening", "nesterov",
+    "trust_coefficient", "clip_grad_norm", "exclude_from_weight_decay", "exclude_from_layer_adaptation"};
 
 template <class T>
-void get(const json& j, const char* key, T& out, const std::string& where) {
+bool get(const json& j, const char* key, T& out, const std::string& where) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
+  if (it == j.end() || it->is_null()) return false;
   try {
     out = it->get<T>();
   } catch (const json::exception&) {
     throw Error(where + ": key '" + key + "' has the wrong type (" + it->dump() + ")");
   }
+  return true;
+}
+
+template <class E>
+void get_enum(const json& j, const char* key, E& out, const std::string& where) {
+  std::string s;
+  if (get(j, key, s, where)) out = parse_enum<E>(s, where + ": " + key);
 }
 
 void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
   BERTRAIN_CHECK(j.is_object(), where, ": expected a JSON object, got ", j.dump());
-  for (auto& [k, v] : j.items())
-    BERTRAIN_CHECK(known.count(k), where, ": unknown key '", k, "'");
+  for (auto& [k, v] : j.items()) BERTRAIN_CHECK(known.count(k), where, ": unknown key '", k, "'");
 }
 
 PhaseRecipe phase_from(const json& j, const std::string& where) {
   check_keys(j, kPhaseKeys, where);
   PhaseRecipe p;
+  LrScheduleOptions& s = p.schedule;
   get(j, "max_seq_length", p.max_seq_length, where);
   get(j, "max_predictions_per_seq", p.max_predictions_per_seq, where);
   get(j, "input_dir", p.input_dir, where);
   get(j, "train_batch_size", p.train_batch_size, where);
   p.micro_batch_size = p.train_batch_size;
   get(j, "micro_batch_size", p.micro_batch_size, where);
-  get(j, "learning_rate", p.learning_rate, where);
-  get(j, "num_warmup_steps", p.num_warmup_steps, where);
-  get(j, "warmup_proportion", p.warmup_proportion, where);
-  get(j, "decay", p.decay, where);
-  get(j, "decay_power", p.decay_power, where);
-  get(j, "num_train_steps", p.num_train_steps, where);
+  get(j, "learning_rate", s.learning_rate, where);
+  get(j, "num_warmup_steps", s.num_warmup_steps, where);
+  get(j, "warmup_proportion", s.warmup_proportion, where);
+  get_enum(j, "decay", s.decay, where);
+  get(j, "decay_power", s.power, where);
+  get(j, "end_learning_rate", s.end_learning_rate, where);
+  get_enum(j, "lr_convention", s.convention, where);
+  get(j, "num_train_steps", s.num_train_steps, where);
   return p;
 }
 
 json phase_to(const PhaseRecipe& p) {
+  const LrScheduleOptions& s = p.schedule;
   return json{{"max_seq_length", p.max_seq_length}, {"max_predictions_per_seq", p.max_predictions_per_seq},
               {"input_dir", p.input_dir}, {"train_batch_size", p.train_batch_size},
-              {"micro_batch_size", p.micro_batch_size}, {"learning_rate", p.learning_rate},
-              {"num_warmup_steps", p.num_warmup_steps}, {"warmup_proportion", p.warmup_proportion},
-              {"decay", p.decay}, {"decay_power", p.decay_power}, {"num_train_steps", p.num_train_steps}};
+              {"micro_batch_size", p.micro_batch_size}, {"learning_rate", s.learning_rate},
+              {"num_warmup_steps", s.num_warmup_steps}, {"warmup_proportion", s.warmup_proportion},
+              {"decay", to_string(s.decay)}, {"decay_power", s.power}, {"end_learning_rate", s.end_learning_rate},
+              {"lr_convention", to_string(s.convention)}, {"num_train_steps", s.num_train_steps}};
+}
+
+/// Sets the options a key names in every struct that has the field.
+void optimizer_from(const json& o, OptimizerRecipe& op, const std::string& w) {
+  check_keys(o, kOptimizerKeys, w);
+  get_enum(o, "name", op.name, w);
+  LambOptions& l = op.lamb;
+  AdamWOptions& a = op.adamw;
+  double d;
+  bool b;
+  if (get(o, "beta1", d, w)) l.beta1 = a.beta1 = d;
+  if (get(o, "beta2", d, w)) l.beta2 = a.beta2 = d;
+  if (get(o, "eps", d, w)) l.eps = a.eps = op.lars.eps = d;
+  if (get(o, "weight_decay", d, w)) l.weight_decay = a.weight_decay = op.lars.weight_decay = op.sgd.weight_decay = d;
+  if (get(o, "bias_correction", b, w)) l.bias_correction = a.bias_correction = b;
+  WeightDecayMode m = WeightDecayMode::decoupled;
+  if (o.contains("weight_decay_mode")) {
+    get_enum(o, "weight_decay_mode", m, w);
+    l.weight_decay_mode = a.weight_decay_mode = m;
+  }
+  get_enum(o, "layer_adaptation", l.adaptation, w);
+  get(o, "max_grad_norm", l.max_grad_norm, w);
+  get(o, "trust_clamp", l.trust_clamp, w);
+  get(o, "trust_clamp_min", l.trust_clamp_min, w);
+  get(o, "trust_clamp_max", l.trust_clamp_max, w);
+  if (get(o, "momentum", d, w)) op.lars.momentum = op.sgd.momentum = d;
+  get(o, "dampening", op.sgd.dampening, w);
+  get(o, "nesterov", op.sgd.nesterov, w);
+  get(o, "trust_coefficient", op.lars.trust_coefficient, w);
+  get(o, "clip_grad_norm", op.clip_grad_norm, w);
+  std::vector<std::string> ex;
+  if (get(o, "exclude_from_weight_decay", ex, w))
+    l.rules.exclude_from_weight_decay = a.rules.exclude_from_weight_decay = op.lars.rules.exclude_from_weight_decay =
+        op.sgd.rules.exclude_from_weight_decay = ex;
+  if (o.contains("exclude_from_layer_adaptation")) {
+    std::optional<std::vector<std::string>> la;  // null: follow exclude_from_weight_decay
+    if (get(o, "exclude_from_layer_adaptation", ex, w)) la = ex;
+    l.rules.exclude_from_layer_adaptation = op.lars.rules.exclude_from_layer_adaptation = la;
+  }
+}
+
+json rules_to(const ParamRules& r, bool with_layer_adaptation) {
+  json j{{"exclude_from_weight_decay", r.exclude_from_weight_decay}};
+  if (with_layer_adaptation)
+    j["exclude_from_layer_adaptation"] =
+        r.exclude_from_layer_adaptation ? json(*r.exclude_from_layer_adaptation) : json(nullptr);
+  return j;
+}
+
+/// The options of the optimizer `name` selects, under the recipe's key names.
+json optimizer_to(const OptimizerRecipe& o) {
+  json j{{"name", to_string(o.name)}, {"clip_grad_norm", o.clip_grad_norm}};
+  switch (o.name) {
+    case OptimizerName::lamb: {
+      const LambOptions& l = o.lamb;
+      j.update(json{{"beta1", l.beta1}, {"beta2", l.beta2}, {"eps", l.eps}, {"weight_decay", l.weight_decay},
+                    {"bias_correction", l.bias_correction}, {"weight_decay_mode", to_string(l.weight_decay_mode)},
+                    {"layer_adaptation", to_string(l.adaptation)}, {"max_grad_norm", l.max_grad_norm},
+                    {"trust_clamp", l.trust_clamp}, {"trust_clamp_min", l.trust_clamp_min},
+                    {"trust_clamp_max", l.trust_clamp_max}});
+      j.update(rules_to(l.rules, true));
+      break;
+    }
+    case OptimizerName::adamw:
+    case OptimizerName::adam: {
+      const AdamWOptions& a = o.adamw;
+      j.update(json{{"beta1", a.beta1}, {"beta2", a.beta2}, {"eps", a.eps}, {"weight_decay", a.weight_decay},
+                    {"bias_correction", a.bias_correction}});
+      if (o.name == OptimizerName::adamw) j["weight_decay_mode"] = to_string(a.weight_decay_mode);
+      j.update(rules_to(a.rules, false));
+      break;
+    }
+    case OptimizerName::lars: {
+      const LarsOptions& l = o.lars;
+      j.update(json{{"momentum", l.momentum}, {"weight_decay", l.weight_decay},
+                    {"trust_coefficient", l.trust_coefficient}, {"eps", l.eps}});
+      j.update(rules_to(l.rules, true));
+      break;
+    }
+    case OptimizerName::sgd: {
+      const SgdOptions& s = o.sgd;
+      j.update(json{{"momentum", s.momentum}, {"dampening", s.dampening}, {"weight_decay", s.weight_decay},
+                    {"nesterov", s.nesterov}});
+      j.update(rules_to(s.rules, false));
+      break;
+    }
+  }
+  return j;
 }
 
 PretrainRecipe recipe_from(const json& j, const std::string& where) {
@@ -94,23 +272,7 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   get(j, "bf16", r.bf16, where);
   get(j, "do_train", r.do_train, where);
   get(j, "do_eval", r.do_eval, where);
-  if (j.contains("optimizer")) {
-    const json& o = j["optimizer"];
-    const std::string w = where + ": optimizer";
-    check_keys(o, kOptimizerKeys, w);
-    OptimizerRecipe& op = r.optimizer;
-    get(o, "name", op.name, w);
-    get(o, "beta1", op.beta1, w);
-    get(o, "beta2", op.beta2, w);
-    get(o, "eps", op.eps, w);
-    get(o, "weight_decay", op.weight_decay, w);
-    get(o, "momentum", op.momentum, w);
-    get(o, "bias_correction", op.bias_correction, w);
-    get(o, "layer_adaptation", op.layer_adaptation, w);
-    get(o, "max_grad_norm", op.max_grad_norm, w);
-    get(o, "clip_grad_norm", op.clip_grad_norm, w);
-    get(o, "exclude_from_weight_decay", op.exclude_from_weight_decay, w);
-  }
+  if (j.contains("optimizer")) optimizer_from(j["optimizer"], r.optimizer, where + ": optimizer");
   if (j.contains("phases")) {
     BERTRAIN_CHECK(j["phases"].is_array(), where, ": 'phases' must be a list");
     int i = 1;
@@ -120,7 +282,6 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
 }
 
 json recipe_to(const PretrainRecipe& r) {
-  const OptimizerRecipe& o = r.optimizer;
   json phases = json::array();
   for (const PhaseRecipe& p : r.phases) phases.push_back(phase_to(p));
   return json{{"bert_config_file", r.bert_config_file},
@@ -129,11 +290,7 @@ json recipe_to(const PretrainRecipe& r) {
               {"output_dir", r.output_dir},
               {"init_checkpoint", r.init_checkpoint},
               {"seed", r.seed},
-              {"optimizer",
-               {{"name", o.name}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
-                {"weight_decay", o.weight_decay}, {"momentum", o.momentum}, {"bias_correction", o.bias_correction},
-                {"layer_adaptation", o.layer_adaptation}, {"max_grad_norm", o.max_grad_norm},
-                {"clip_grad_norm", o.clip_grad_norm}, {"exclude_from_weight_decay", o.exclude_from_weight_decay}}},
+              {"optimizer", optimizer_to(r.optimizer)},
               {"save_checkpoints_steps", r.save_checkpoints_steps},
               {"save_total_limit", r.save_total_limit},
               {"eval_dir", r.eval_dir},
@@ -201,11 +358,6 @@ void apply_override(json& j, const std::string& raw_key, const std::string& valu
 
 }  // namespace
 
-int64_t PretrainRecipe::warmup_steps(const PhaseRecipe& p) {
-  if (p.num_warmup_steps >= 0) return p.num_warmup_steps;
-  return static_cast<int64_t>(std::llround(p.warmup_proportion * static_cast<double>(p.num_train_steps)));
-}
-
 void PretrainRecipe::validate(int world_size) const {
   BERTRAIN_CHECK(!output_dir.empty(), "recipe: output_dir is required");
   BERTRAIN_CHECK(!bert_config_file.empty() || !init_checkpoint.empty(),
@@ -214,9 +366,6 @@ void PretrainRecipe::validate(int world_size) const {
   BERTRAIN_CHECK(save_total_limit >= 0, "recipe: save_total_limit must be >= 0");
   BERTRAIN_CHECK(max_consecutive_skipped_steps >= 1, "recipe: max_consecutive_skipped_steps must be >= 1");
   BERTRAIN_CHECK(log_every_steps >= 1, "recipe: log_every_steps must be >= 1");
-  const std::set<std::string> opts = {"lamb", "adamw", "adam", "lars", "sgd"};
-  BERTRAIN_CHECK(opts.count(optimizer.name), "recipe: optimizer.name '", optimizer.name,
-                 "' is not one of lamb, adamw, adam, lars, sgd");
   BERTRAIN_CHECK(optimizer.clip_grad_norm >= 0, "recipe: optimizer.clip_grad_norm must be >= 0");
   BERTRAIN_CHECK(do_train || do_eval, "recipe: nothing to do (do_train and do_eval are both false)");
   if (!do_train) return;
@@ -227,17 +376,19 @@ void PretrainRecipe::validate(int world_size) const {
     BERTRAIN_CHECK(!p.input_dir.empty(), w, "input_dir is required");
     BERTRAIN_CHECK(p.max_seq_length > 0, w, "max_seq_length must be positive");
     BERTRAIN_CHECK(p.max_predictions_per_seq > 0, w, "max_predictions_per_seq must be positive");
-    BERTRAIN_CHECK(p.num_train_steps > 0, w, "num_train_steps must be positive, got ", p.num_train_steps);
-    BERTRAIN_CHECK(p.learning_rate > 0 && std::isfinite(p.learning_rate), w, "learning_rate must be positive");
+    BERTRAIN_CHECK(p.schedule.num_train_steps > 0, w, "num_train_steps must be positive, got ",
+                   p.schedule.num_train_steps);
+    BERTRAIN_CHECK(p.schedule.learning_rate > 0 && std::isfinite(p.schedule.learning_rate), w,
+                   "learning_rate must be positive");
     BERTRAIN_CHECK(p.micro_batch_size > 0 && p.train_batch_size > 0, w, "batch sizes must be positive");
     BERTRAIN_CHECK(p.train_batch_size % (p.micro_batch_size * world_size) == 0, w, "train_batch_size (",
                    p.train_batch_size, ") must be a multiple of micro_batch_size (", p.micro_batch_size, ") x ",
                    world_size, " ranks");
-    BERTRAIN_CHECK(p.warmup_proportion >= 0 && p.warmup_proportion <= 1, w, "warmup_proportion must be in [0, 1]");
-    BERTRAIN_CHECK(p.decay == "poly" || p.decay == "linear" || p.decay == "cosine" || p.decay == "constant", w,
-                   "decay '", p.decay, "' is not one of poly, linear, cosine, constant");
-    BERTRAIN_CHECK(warmup_steps(p) <= p.num_train_steps, w, "warmup (", warmup_steps(p),
-                   " steps) is longer than num_train_steps (", p.num_train_steps, ")");
+    try {
+      LrSchedule check(p.schedule);  // the schedule's own validation, with the phase named
+    } catch (const Error& e) {
+      throw Error(w + " " + e.what());
+    }
   }
 }
 
@@ -254,8 +405,7 @@ PretrainRecipe load_pretrain_recipe(const std::string& path,
     }
   }
   for (const auto& [k, v] : overrides) apply_override(j, k, v);
-  PretrainRecipe r = recipe_from(j, path.empty() ? "flags" : path);
-  return r;
+  return recipe_from(j, path.empty() ? "flags" : path);
 }
 
 std::string pretrain_recipe_to_json(const PretrainRecipe& r) { return recipe_to(r).dump(2); }

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "bertrain/core/error.h"
+#include "bertrain/io/checkpoint.h"
+#include "bertrain/io/safetensors.h"
 
 namespace bertrain {
 
@@ -145,6 +147,47 @@ void write_text(const std::string& path, const std::string& text) {
   std::error_code ec;
   fs::rename(tmp, path, ec);
   BERTRAIN_CHECK(!ec, "cannot rename ", tmp, " to ", path, ": ", ec.message());
+}
+
+std::string save_checkpoint(const std::string& output_dir, const std::string& name, int64_t step,
+                            const CheckpointContents& c) {
+  BERTRAIN_ASSERT(c.model && c.state, "save_checkpoint: model and state are required");
+  CheckpointWriter w(output_dir, step);
+  save_model(w.dir(), *c.model, c.config ? std::optional<BertConfig>(*c.config) : std::nullopt);
+  if (c.optimizer) save_safetensors(w.path("optimizer.safetensors"), c.optimizer->state_tensors());
+  if (c.partial_gradients) {
+    std::vector<std::pair<std::string, Tensor>> g;
+    for (const auto& [n, v] : *c.partial_gradients)
+      if (v.grad().defined()) g.emplace_back(n, v.grad());
+    save_safetensors(w.path("partial_gradients.safetensors"), g);
+  }
+  if (c.write_extra_files) c.write_extra_files(w.dir());
+  // trainer_state.json last: a directory is complete when it is renamed into place.
+  write_text(w.path("trainer_state.json"), c.state->to_json());
+  w.commit_as(name);
+  return (fs::path(output_dir) / name).string();
+}
+
+TrainState load_checkpoint(const std::string& dir, Module& model, Optimizer* optimizer, const NamedParameters& params) {
+  TrainState s = TrainState::read(dir);
+  LoadReport rep;
+  LoadOptions lo;
+  lo.strict = true;
+  load_model(dir, model, rep, lo);
+  if (optimizer) {
+    SafetensorsFile of = SafetensorsFile::open((fs::path(dir) / "optimizer.safetensors").string());
+    OptimizerCounters c;
+    c.step = s.optimizer_step;
+    optimizer->load_state(of.load_all(), c);
+  }
+  if (s.micro_batch_index > 0) {
+    SafetensorsFile gf = SafetensorsFile::open((fs::path(dir) / "partial_gradients.safetensors").string());
+    for (const auto& [n, v] : params) {
+      Variable handle = v;  // a handle: shares the parameter's gradient
+      if (gf.contains(n)) handle.mutable_grad() = gf.load(n);
+    }
+  }
+  return s;
 }
 
 }  // namespace bertrain

@@ -8,24 +8,19 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "bertrain/core/rng.h"
-#include "bertrain/io/checkpoint.h"
-#include "bertrain/io/safetensors.h"
 #include "bertrain/ops/ops.h"
-#include "bertrain/optim/clip.h"
-#include "bertrain/train/communicator.h"
 #include "bertrain/train/checkpoint_dir.h"
-#include "bertrain/train/grad_reducer.h"
+#include "bertrain/train/communicator.h"
 #include "bertrain/train/optimizer_factory.h"
 #include "bertrain/train/signals.h"
+#include "bertrain/train/step_logger.h"
+#include "bertrain/train/train_step.h"
 
 namespace bertrain {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace {
 
@@ -36,16 +31,6 @@ std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
   Rng rng(seed, 0x5eed0000ULL + static_cast<uint64_t>(epoch));
   for (int64_t i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.randint(i + 1)]);
   return order;
-}
-
-void save_dir(const std::string& out, const std::string& name, Module& model, const BertConfig& cfg, Optimizer* opt,
-              const json& state, const FinetuneTask& task, int64_t step_for_tmp) {
-  CheckpointWriter w(out, step_for_tmp);
-  save_model(w.dir(), model, cfg);
-  if (opt) save_safetensors(w.path("optimizer.safetensors"), opt->state_tensors());
-  if (task.write_extra_files) task.write_extra_files(w.dir());
-  write_text(w.path("trainer_state.json"), state.dump(2));
-  w.commit_as(name);
 }
 
 }  // namespace
@@ -63,154 +48,137 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
                  " must be a multiple of the number of ranks (", world_size, ")");
   const int64_t rank_rows = o.train_batch_size / world_size;
   fs::create_directories(o.output_dir);
-  const int64_t steps_per_epoch = task.num_train_examples / o.train_batch_size;  // drop_remainder, as the reference
+  // google-research/bert run_classifier.py: num_train_steps = int(examples / batch * epochs), each epoch's partial
+  // batch dropped; the updates run continue into a further epoch's order when needed, so they always equal the
+  // schedule's total (CASES C39).
+  const int64_t steps_per_epoch = task.num_train_examples / o.train_batch_size;
   int64_t total = static_cast<int64_t>(static_cast<double>(task.num_train_examples) / o.train_batch_size * o.num_train_epochs);
   if (o.max_steps > 0) total = std::min(total, o.max_steps);
   BERTRAIN_CHECK(total > 0, "finetuning: no training steps (num_train_epochs ", o.num_train_epochs, ")");
   NamedParameters params = model.named_parameters();
   std::unique_ptr<Optimizer> opt = make_optimizer(o.optimizer, params);
-  PhaseRecipe ph;
-  ph.learning_rate = o.learning_rate;
-  ph.num_train_steps = total;
-  ph.warmup_proportion = o.warmup_proportion;
-  ph.decay = "poly";  // power 1: google-research/bert's linear decay to 0 over num_train_steps
-  ph.decay_power = 1.0;
-  LrSchedule sched(schedule_of(ph));
+  LrSchedule sched(o.schedule(total));
 
   FinetuneResult res;
-  int64_t step = 0;
-  double best = -INFINITY;
-  int64_t best_step = -1;
-  const std::string metrics_path = (fs::path(o.output_dir) / "metrics.jsonl").string();
+  TrainState state;
+  state.primary_metric = task.primary_metric;
+  state.seed = o.seed;
+  state.world_size = world_size;
   if (o.resume) {
     if (auto dir = newest_checkpoint(o.output_dir)) {
-      json st = json::parse(std::ifstream(fs::path(*dir) / "trainer_state.json"));
-      LoadReport rep;
-      LoadOptions lo;
-      lo.strict = true;
-      load_model(*dir, model, rep, lo);
-      OptimizerCounters c;
-      c.step = st.at("optimizer_step").get<int64_t>();
-      opt->load_state(SafetensorsFile::open((fs::path(*dir) / "optimizer.safetensors").string()).load_all(), c);
-      step = st.at("global_step").get<int64_t>();
-      best = st.at("best_metric").is_null() ? -INFINITY : st.at("best_metric").get<double>();
-      best_step = st.at("best_step").get<int64_t>();
-      spdlog::info("resumed from {} at step {}", *dir, step);
+      state = load_checkpoint(*dir, model, opt.get(), params);
+      spdlog::info("resumed from {} at step {}", *dir, state.global_step);
     }
   }
-  std::unique_ptr<GradientReducer> reducer;
   if (world_size > 1) {
-    double step0 = static_cast<double>(step);
+    double step0 = static_cast<double>(state.global_step);
     comm->broadcast(&step0, sizeof step0, 0);
-    BERTRAIN_CHECK(step0 == static_cast<double>(step), "rank ", rank, " resumes at step ", step, " but rank 0 at step ",
-                   step0, ": every rank must see the same output_dir");
-    check_same_parameters(params, *comm);
-    BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
-    reducer = std::make_unique<GradientReducer>(params, comm, static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)));
-    spdlog::info("data parallel: {}; {} rows of each batch per rank", comm->description(), rank_rows);
+    BERTRAIN_CHECK(step0 == static_cast<double>(state.global_step), "rank ", rank, " resumes at step ",
+                   state.global_step, " but rank 0 at step ", step0, ": every rank must see the same output_dir");
+    spdlog::info("data parallel: {} rows of each batch per rank", rank_rows);
   }
-  if (step == 0 && rank == 0) write_text(metrics_path, "");
+  TrainStepOptions so;
+  so.clip_grad_norm = o.optimizer.clip_grad_norm;
+  so.allreduce_bucket_mb = o.allreduce_bucket_mb;
+  TrainStep step(params, *opt, so, comm);
+  StepLogger log((fs::path(o.output_dir) / "metrics.jsonl").string(), rank == 0,
+                 o.progress && isatty(STDERR_FILENO), o.log_every_steps);
+  if (state.global_step == 0) log.start_new();
 
-  auto state = [&](int64_t s) {
-    return json{{"global_step", s},
-                {"epoch", static_cast<double>(s) / static_cast<double>(steps_per_epoch)},
-                {"optimizer_step", opt->counters().step},
-                {"best_metric", std::isfinite(best) ? json(best) : json(nullptr)},
-                {"best_step", best_step},
-                {"primary_metric", task.primary_metric},
-                {"seed", o.seed},
-                {"learning_rate", sched.lr(s)}};
+  auto checkpoint = [&](const std::string& name, bool with_optimizer) {
+    state.optimizer_step = opt->counters().step;
+    state.epoch = static_cast<double>(state.global_step) / static_cast<double>(steps_per_epoch);
+    state.learning_rate = sched.lr(state.global_step);
+    CheckpointContents c;
+    c.model = &model;
+    c.config = &cfg;
+    c.optimizer = with_optimizer ? opt.get() : nullptr;
+    c.state = &state;
+    c.write_extra_files = task.write_extra_files;
+    save_checkpoint(o.output_dir, name, state.global_step, c);
   };
-  auto checkpoint = [&](int64_t s) {
+  auto save_periodic = [&] {
     if (rank != 0) return;
-    save_dir(o.output_dir, checkpoint_dir_name(s), model, cfg, opt.get(), state(s), task, s);
+    checkpoint(checkpoint_dir_name(state.global_step), true);
     prune_checkpoints(o.output_dir, o.save_total_limit);
   };
-  auto evaluate = [&](int64_t s) {
+  auto evaluate = [&] {
     if (!task.evaluate || rank != 0) return;  // the other ranks go on and wait in the next step's sums
     NoGradGuard ng;
     model.eval();
-    res.last_metrics = task.evaluate(s);
+    res.last_metrics = task.evaluate(state.global_step);
     model.train();
-    json m{{"step", s}, {"eval", true}};
-    for (auto& [k, v] : res.last_metrics) m[k] = std::isfinite(v) ? json(v) : json(nullptr);
-    std::ofstream(metrics_path, std::ios::app) << m.dump() << "\n";
-    if (!task.primary_metric.empty()) {
-      auto it = res.last_metrics.find(task.primary_metric);
-      BERTRAIN_ASSERT(it != res.last_metrics.end(), "evaluate() did not report ", task.primary_metric);
-      if (it->second > best) {
-        best = it->second;
-        best_step = s;
-        save_dir(o.output_dir, "best", model, cfg, nullptr, state(s), task, s);
-        spdlog::info("new best {} = {:.4f} at step {}: saved {}/best", task.primary_metric, best, s, o.output_dir);
-      }
+    MetricsRecord m{{"step", state.global_step}, {"eval", true}};
+    for (auto& [k, v] : res.last_metrics) m.emplace_back(k, std::isfinite(v) ? MetricValue(v) : MetricValue());
+    log.record(m);
+    if (task.primary_metric.empty()) return;
+    auto it = res.last_metrics.find(task.primary_metric);
+    BERTRAIN_ASSERT(it != res.last_metrics.end(), "evaluate() did not report ", task.primary_metric);
+    if (it->second > state.best_metric.value_or(-INFINITY)) {  // a NaN metric is never the best
+      state.best_metric = it->second;
+      state.best_step = state.global_step;
+      checkpoint("best", false);
+      spdlog::info("new best {} = {:.4f} at step {}: saved {}/best", task.primary_metric, it->second,
+                   state.global_step, o.output_dir);
     }
   };
 
   SignalGuard signals;
   model.train();
-  const bool tty = o.progress && isatty(STDERR_FILENO) && rank == 0;
   spdlog::info("finetuning: {} {}, batch {}, {} steps ({} per epoch), lr {}, warmup {} steps", task.num_train_examples,
                task.example_noun, o.train_batch_size, total, steps_per_epoch, o.learning_rate, sched.warmup_steps());
-  auto t_start = std::chrono::steady_clock::now();
-  const int64_t first_step = step;
+  log.restart_clock();
+  const int64_t first_step = state.global_step;
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
-  while (step < total) {
-    const int64_t epoch = step / steps_per_epoch, pos = step % steps_per_epoch;
+  while (state.global_step < total) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t epoch = state.global_step / steps_per_epoch, pos = state.global_step % steps_per_epoch;
     if (epoch != order_epoch) {
       order = epoch_order(o.seed, epoch, task.num_train_examples);
       order_epoch = epoch;
     }
     const int64_t first = pos * o.train_batch_size + rank * rank_rows;  // this rank's rows of the batch
-    std::vector<int64_t> rows(order.begin() + first, order.begin() + first + rank_rows);
-    Variable loss = task.loss(rows, step * o.train_batch_size + rank * rank_rows);
-    if (world_size > 1) loss = scale(loss, static_cast<double>(rank_rows) / static_cast<double>(o.train_batch_size));
-    if (reducer) reducer->arm();
-    loss.backward();
-    double loss_value = loss.item();
-    int stop_signal = signal_received();
-    if (reducer) {
-      reducer->finish();
-      comm->allreduce(&loss_value, 1);
-      double sig = stop_signal;
-      comm->allreduce(&sig, 1, ReduceOp::max);
-      stop_signal = static_cast<int>(sig);
-    }
-    const double norm = o.optimizer.clip_grad_norm > 0 ? clip_grad_norm(params, o.optimizer.clip_grad_norm)
-                                                       : global_grad_norm(params);
-    const double lr = sched.lr(step);
-    const bool skip = !std::isfinite(norm) || !std::isfinite(loss_value);
-    if (skip) spdlog::warn("step {}: non-finite loss or gradient norm, step skipped", step + 1);
-    else opt->step(lr);
-    opt->zero_grad();
-    ++step;
-    if (rank == 0)
-      std::ofstream(metrics_path, std::ios::app)
-          << json{{"step", step}, {"loss", loss_value}, {"lr", lr}, {"grad_norm", norm}, {"skipped", skip}}.dump() << "\n";
-    if (step % o.log_every_steps == 0 || step == total) {
-      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      const double eta = el / static_cast<double>(step - first_step) * static_cast<double>(total - step);
-      char line[256];
-      std::snprintf(line, sizeof line, "epoch %.2f step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3g | eta %.0fs",
-                    static_cast<double>(step) / steps_per_epoch, (long long)step, (long long)total, loss_value, lr,
-                    norm, eta);
-      if (tty) std::fprintf(stderr, "\r%s\x1b[K%s", line, step == total ? "\n" : "");
-      else spdlog::info("{}", line);
-    }
-    const bool epoch_end = step % steps_per_epoch == 0 || step == total;
-    if (epoch_end) evaluate(step);
-    if ((o.save_checkpoints_steps > 0 && step % o.save_checkpoints_steps == 0) || epoch_end) checkpoint(step);
-    if (stop_signal && step < total) {
-      if (!epoch_end && !(o.save_checkpoints_steps > 0 && step % o.save_checkpoints_steps == 0)) checkpoint(step);
-      spdlog::warn("signal {} received: checkpoint saved at step {}; continue with --resume", stop_signal, step);
-      res.exit_code = 128 + stop_signal;
+    const std::vector<int64_t> rows(order.begin() + first, order.begin() + first + rank_rows);
+    auto micro_batch = [&](int64_t) {
+      Variable loss = task.loss(rows, state.global_step * o.train_batch_size + rank * rank_rows);
+      if (world_size > 1) loss = scale(loss, static_cast<double>(rank_rows) / static_cast<double>(o.train_batch_size));
+      loss.backward();
+      return std::vector<double>{loss.item()};
+    };
+    const StepStats st = step.run(1, micro_batch, sched.lr(state.global_step), state, false);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log.record({{"step", state.global_step}, {"loss", st.losses[0]}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
+                {"skipped", st.skipped}});
+    StepProgress pr;
+    char where[96];
+    std::snprintf(where, sizeof where, "epoch %.2f step %lld/%lld",
+                  static_cast<double>(state.global_step) / static_cast<double>(steps_per_epoch),
+                  static_cast<long long>(state.global_step), static_cast<long long>(total));
+    pr.where = where;
+    pr.loss = st.losses[0];
+    pr.lr = st.lr;
+    pr.grad_norm = st.grad_norm;
+    pr.sequences_per_second = static_cast<double>(o.train_batch_size) / seconds;
+    pr.done = state.global_step - first_step;
+    pr.total = total - first_step;
+    pr.last = state.global_step == total;
+    log.progress(pr, state.global_step);
+    const bool epoch_end = state.global_step % steps_per_epoch == 0 || state.global_step == total;
+    const bool periodic = o.save_checkpoints_steps > 0 && state.global_step % o.save_checkpoints_steps == 0;
+    if (epoch_end) evaluate();
+    if (periodic || epoch_end) save_periodic();
+    if (st.stop_signal && state.global_step < total) {
+      if (!periodic && !epoch_end) save_periodic();
+      spdlog::warn("signal {} received: checkpoint saved at step {}; continue with --resume", st.stop_signal,
+                   state.global_step);
+      res.exit_code = 128 + st.stop_signal;
       break;
     }
   }
-  res.global_step = step;
-  res.best_metric = best;
-  res.best_step = best_step;
+  res.global_step = state.global_step;
+  res.best_metric = state.best_metric.value_or(-INFINITY);
+  res.best_step = state.best_step;
   return res;
 }
 

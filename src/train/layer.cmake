@@ -1,11 +1,12 @@
-set(_train_sources train/pretrainer.cpp train/checkpoint_dir.cpp train/signals.cpp
-  train/optimizer_factory.cpp train/finetune.cpp train/communicator.cpp train/grad_reducer.cpp)
+set(_train_sources train/pretrainer.cpp train/checkpoint_dir.cpp train/signals.cpp train/train_state.cpp
+  train/train_step.cpp train/step_logger.cpp train/optimizer_factory.cpp train/finetune.cpp train/communicator.cpp
+  train/grad_reducer.cpp)
 if(BERTRAIN_WITH_MPI)
   list(APPEND _train_sources train/communicator_mpi.cpp)
 endif()
 bertrain_add_layer(train SOURCES ${_train_sources}
-  PUBLIC_DEPS bertrain::core bertrain::io bertrain::models bertrain::nn bertrain::optim bertrain::schedule
-  PRIVATE_DEPS bertrain::data bertrain::ops bertrain::text spdlog::spdlog nlohmann_json::nlohmann_json)
+  PUBLIC_DEPS bertrain::core bertrain::data bertrain::io bertrain::models bertrain::nn bertrain::optim bertrain::schedule
+  PRIVATE_DEPS bertrain::ops bertrain::text spdlog::spdlog nlohmann_json::nlohmann_json)
 if(BERTRAIN_WITH_MPI)
   # MPI is private to the train layer: no public header includes mpi.h (tests/layering_check.sh checks it).
   target_link_libraries(bertrain_train PRIVATE MPI::MPI_C)

@@ -32,9 +32,14 @@ struct ShardInfo {
 };
 ShardInfo inspect_pretraining_shard(const std::string& path);
 
-/// The shard files of a directory: regular files whose name contains "training" (NVIDIA's loader selects
-/// them the same way), sorted by name. Throws bertrain::Error when `dir` is missing or holds no such file.
+/// The training shards of a directory, sorted by name: its *.hdf5 / *.h5 files whose name contains "training"
+/// when there are any (NVIDIA's layout keeps `*_training_*` and `*_test_*` files side by side and its loader
+/// selects "training"), otherwise all of them. Throws bertrain::Error naming `dir` when it is missing or holds
+/// no HDF5 file. Temporary files (*.hdf5.tmp) never match.
 std::vector<std::string> list_training_shards(const std::string& dir);
+/// The evaluation shards of a directory: every *.hdf5 / *.h5 file, sorted by name (NVIDIA's held-out files are
+/// named `*_test_*`). Same throws.
+std::vector<std::string> list_eval_shards(const std::string& dir);
 
 /// What `create-pretraining-data` records in `dataset_info.json` beside the shards.
 struct DatasetInfo {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +72,12 @@ struct PretrainingBatch {
   int64_t micro_step = 0;   // micro-batch within the step, in [0, A)
   LoaderCursor next;        // the cursor after this batch
 };
+
+/// Fills the tensors of `b` with the rows `samples` of `f` (B = samples.size(); masked_lm_weights 1 where the
+/// position is not 0, as NVIDIA derives them). Throws bertrain::Error for an empty list or a sample out of range.
+void fill_pretraining_batch(const PretrainingFeatures& f, std::span<const int64_t> samples, PretrainingBatch& b);
+/// The batch of rows [begin, begin + count) of `f` (evaluation reads shards in order). Same throws.
+PretrainingBatch make_pretraining_batch(const PretrainingFeatures& f, int64_t begin, int64_t count);
 
 /// The loader. Every rank loads the shard directory (all samples, in memory: N * (6T + 8P + 1) bytes) and
 /// computes the same epoch order; dealing (see micro_batch_indices) gives each rank its rows.

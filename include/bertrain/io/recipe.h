@@ -1,6 +1,7 @@
-// recipe.h: the pretraining recipe (one documented JSON schema, see README "Recipes"), its typed structs,
-// and the flag overrides of `bertrain pretrain` (`--learning_rate=1e-3` for every phase,
-// `--phases.2.learning_rate=4e-3` for the second; phases are numbered from 1).
+// recipe.h: the pretraining recipe (one documented JSON schema, see README "Recipes"), held as the typed options
+// structs of the layers that use them (LambOptions, AdamWOptions, ..., LrScheduleOptions), and the flag overrides
+// of `bertrain pretrain` (`--learning_rate=1e-3` for every phase, `--phases.2.learning_rate=4e-3` for the
+// second; phases are numbered from 1). Strings become enums here and nowhere else.
 #pragma once
 
 #include <cstdint>
@@ -8,33 +9,47 @@
 #include <utility>
 #include <vector>
 
+#include "bertrain/optim/adamw.h"
+#include "bertrain/optim/lamb.h"
+#include "bertrain/optim/lars.h"
+#include "bertrain/optim/sgd.h"
+#include "bertrain/schedule/schedule.h"
+
 namespace bertrain {
+
+enum class OptimizerName { lamb, adamw, adam, lars, sgd };
+
+/// Which optimizer, and its options. Recipe keys under "optimizer" set the field of that name in every options
+/// struct that has it (so `--optimizer.name=adamw` on a LAMB recipe keeps its betas and decay); the struct of
+/// `name` is the one used (`adam` is AdamW with weight_decay_mode l2). Validated by the optimizer's constructor.
+struct OptimizerRecipe {
+  OptimizerName name = OptimizerName::lamb;
+  LambOptions lamb;
+  AdamWOptions adamw;
+  LarsOptions lars;
+  SgdOptions sgd;
+  /// Global-norm clipping of the summed gradient before the update (torch.nn.utils.clip_grad_norm_); 0 = off.
+  double clip_grad_norm = 1.0;
+
+  /// google-research/bert's finetuning optimizer (AdamWeightDecayOptimizer): AdamW without bias correction,
+  /// eps 1e-6, weight decay 0.01 except LayerNorm and biases, clipping by global norm 1.0.
+  static OptimizerRecipe google_bert_finetuning();
+};
 
 /// One phase of a multi-phase schedule (NVIDIA's phase 1 at length 128, phase 2 at 512).
 struct PhaseRecipe {
   int64_t max_seq_length = 128;
   int64_t max_predictions_per_seq = 20;
-  std::string input_dir;         ///< directory of HDF5 shards (names containing "training")
-  int64_t train_batch_size = 32; ///< global batch: sequences per optimizer step over all ranks
-  int64_t micro_batch_size = 32; ///< sequences per forward/backward on one rank
-  double learning_rate = 1e-4;
-  int64_t num_warmup_steps = -1;  ///< -1: use warmup_proportion
-  double warmup_proportion = 0.0;
-  std::string decay = "poly";     ///< poly, linear, cosine or constant
-  double decay_power = 1.0;       ///< poly power: 1.0 google-research/bert, 0.5 NVIDIA
-  int64_t num_train_steps = 0;
-};
-
-/// Optimizer name and options; unset values keep the optimizer's defaults.
-struct OptimizerRecipe {
-  std::string name = "lamb";  ///< lamb, adamw, adam (L2), lars, sgd
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01, momentum = 0.9;
-  bool bias_correction = true;
-  /// LAMB: "by_pattern" (decay exclusions also skip the trust ratio, TF Addons), "all", "decayed_only" (NVLAMB).
-  std::string layer_adaptation = "by_pattern";
-  double max_grad_norm = 0.0;   ///< LAMB gradient pre-normalisation by the global norm (NVIDIA FusedLAMB); 0 = off
-  double clip_grad_norm = 1.0;  ///< global-norm clipping of the accumulated gradient; 0 = off
-  std::vector<std::string> exclude_from_weight_decay = {"LayerNorm", "layer_norm", "bias"};
+  std::string input_dir;          ///< directory of HDF5 shards (see data::list_training_shards)
+  int64_t train_batch_size = 32;  ///< global batch: sequences per optimizer step over all ranks
+  int64_t micro_batch_size = 32;  ///< sequences per forward/backward on one rank
+  /// The phase's learning rate: keys learning_rate, num_train_steps, num_warmup_steps, warmup_proportion, decay,
+  /// decay_power, end_learning_rate, lr_convention. The default lr is 1e-4 with google-research/bert's convention.
+  LrScheduleOptions schedule = [] {
+    LrScheduleOptions s;
+    s.learning_rate = 1e-4;
+    return s;
+  }();
 };
 
 struct PretrainRecipe {
@@ -63,22 +78,33 @@ struct PretrainRecipe {
   std::vector<PhaseRecipe> phases;
 
   /// Throws bertrain::Error naming the key when a value is out of range or inconsistent (no phases, a
-  /// global batch not divisible by the micro-batch, non-positive steps, unknown optimizer or decay...).
+  /// global batch not divisible by the micro-batch, an invalid schedule or optimizer option...).
   /// `world_size` ranks share each global batch.
   void validate(int world_size = 1) const;
-  /// Warmup steps of a phase: num_warmup_steps, or round(warmup_proportion * num_train_steps).
-  static int64_t warmup_steps(const PhaseRecipe& p);
 };
 
 /// Reads a recipe file (JSON), applies `overrides` ("key=value" or ("key", "value") pairs, value parsed as
 /// JSON when it parses, else as a string), and validates. A top-level key that belongs to phases applies to
-/// every phase; `phases.N.key` to phase N (1-based). Paths are used as given (relative ones resolve against the working directory, as flags do).
+/// every phase; `phases.N.key` to phase N (1-based). Paths are used as given (relative ones resolve against the
+/// working directory, as flags do).
 /// Throws bertrain::Error naming the file and key on unknown keys, wrong types or bad values.
 PretrainRecipe load_pretrain_recipe(const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides);
 
-/// The recipe as JSON text (the fully resolved configuration every run writes next to its checkpoints).
+/// The recipe as JSON text (the fully resolved configuration every run writes next to its checkpoints). The
+/// optimizer section holds the options of the optimizer the recipe names.
 std::string pretrain_recipe_to_json(const PretrainRecipe& r);
 /// Parses JSON produced by pretrain_recipe_to_json (or a recipe file without its relative-path handling).
 PretrainRecipe pretrain_recipe_from_json(const std::string& json, const std::string& what);
+
+/// Enum <-> recipe string ("lamb", "google_bert", "poly", "by_pattern", "decoupled", ...). The parsers throw
+/// bertrain::Error listing the accepted values, `what` naming the key.
+std::string to_string(OptimizerName v);
+std::string to_string(LrConvention v);
+std::string to_string(LrDecay v);
+std::string to_string(LambAdaptation v);
+std::string to_string(WeightDecayMode v);
+OptimizerName parse_optimizer_name(const std::string& s, const std::string& what);
+LrConvention parse_lr_convention(const std::string& s, const std::string& what);
+LrDecay parse_lr_decay(const std::string& s, const std::string& what);
 
 }  // namespace bertrain

@@ -13,6 +13,7 @@
 #include "bertrain/io/recipe.h"
 #include "bertrain/models/bert_config.h"
 #include "bertrain/nn/module.h"
+#include "bertrain/schedule/schedule.h"
 
 namespace bertrain {
 
@@ -29,17 +30,11 @@ struct FinetuneOptions {
   uint64_t seed = 12345;
   int64_t save_checkpoints_steps = 1000;  ///< 0: only at the end of each epoch
   int64_t save_total_limit = 2;
+  /// Step convention of the learning rate (warmup rounding and step indexing; see LrConvention).
+  LrConvention lr_convention = LrConvention::google_bert;
   /// google-research/bert's AdamWeightDecayOptimizer: AdamW without bias correction, eps 1e-6, decay 0.01
   /// except LayerNorm and biases, clipping by global norm 1.0.
-  OptimizerRecipe optimizer = [] {
-    OptimizerRecipe o;
-    o.name = "adamw";
-    o.bias_correction = false;
-    o.eps = 1e-6;
-    o.weight_decay = 0.01;
-    o.clip_grad_norm = 1.0;
-    return o;
-  }();
+  OptimizerRecipe optimizer = OptimizerRecipe::google_bert_finetuning();
   bool resume = false;
   bool progress = true;
   /// The job's ranks (bertrain/train/communicator.h); null: world(). With R > 1 ranks each computes the loss of
@@ -48,6 +43,19 @@ struct FinetuneOptions {
   std::shared_ptr<Communicator> communicator;
   double allreduce_bucket_mb = 25;  ///< gradient bucket size for the sums over ranks
   int log_every_steps = 10;
+
+  /// The schedule of a run of `num_train_steps` updates: linear warmup over warmup_proportion (rounded by the
+  /// convention's rule, LrSchedule::warmup_steps) then linear decay to 0, as run_classifier.py /
+  /// run_squad.py (google_bert) or Hugging Face's get_linear_schedule_with_warmup (hugging_face).
+  LrScheduleOptions schedule(int64_t num_train_steps) const {
+    LrScheduleOptions s;
+    s.learning_rate = learning_rate;
+    s.num_train_steps = num_train_steps;
+    s.warmup_proportion = warmup_proportion;
+    s.decay = LrDecay::linear;
+    s.convention = lr_convention;
+    return s;
+  }
 };
 
 struct FinetuneTask {

@@ -1,0 +1,102 @@
+// step_logger.cpp: see step_logger.h.
+#include "bertrain/train/step_logger.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bertrain/train/checkpoint_dir.h"
+
+namespace bertrain {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string fmt_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  char buf[32];
+  const long t = std::lround(s);
+  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  return buf;
+}
+
+json to_json(const MetricsRecord& r) {
+  json j = json::object();
+  for (const auto& [k, v] : r) {
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, std::monostate>) j[k] = nullptr;
+          else j[k] = x;
+        },
+        v);
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string metrics_json(const MetricsRecord& r, int indent) { return to_json(r).dump(indent); }
+
+StepLogger::StepLogger(std::string metrics_path, bool write, bool live, int64_t log_every)
+    : path_(std::move(metrics_path)), write_(write), live_(live), log_every_(std::max<int64_t>(1, log_every)) {}
+
+void StepLogger::start_new() {
+  if (write_) write_text(path_, "");
+}
+
+void StepLogger::truncate_after(int64_t step) {
+  if (!write_) return;
+  std::ifstream in(path_);
+  if (!in.good()) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    try {
+      json j = json::parse(line);
+      if (j.value("step", int64_t{0}) <= step) kept += line + "\n";
+    } catch (const json::exception&) {
+      // a line cut by a crash: dropped
+    }
+  }
+  in.close();
+  write_text(path_, kept);
+}
+
+void StepLogger::record(const MetricsRecord& r) {
+  if (!write_) return;
+  std::ofstream f(path_, std::ios::app);
+  f << to_json(r).dump() << "\n";
+}
+
+double StepLogger::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+void StepLogger::progress(const StepProgress& p, int64_t step_number) {
+  if (!write_) return;  // rank 0 owns the console
+  if (step_number % log_every_ != 0 && !p.last) return;
+  const double eta = p.done > 0 ? elapsed() / static_cast<double>(p.done) * static_cast<double>(p.total - p.done) : NAN;
+  std::string parts;
+  for (const auto& [name, v] : p.parts) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%s%s %.4f", parts.empty() ? "" : " ", name.c_str(), v);
+    parts += b;
+  }
+  char rate[96] = "";
+  if (p.tokens_per_second > 0)
+    std::snprintf(rate, sizeof rate, " | %.1f seq/s %.0f tok/s", p.sequences_per_second, p.tokens_per_second);
+  else if (p.sequences_per_second > 0)
+    std::snprintf(rate, sizeof rate, " | %.1f seq/s", p.sequences_per_second);
+  char line[640];
+  std::snprintf(line, sizeof line, "%s | loss %.4f%s%s%s | lr %.3g | gnorm %.3g%s | eta %s", p.where.c_str(), p.loss,
+                parts.empty() ? "" : " (", parts.c_str(), parts.empty() ? "" : ")", p.lr, p.grad_norm, rate,
+                fmt_duration(eta).c_str());
+  if (live_) std::fprintf(stderr, "\r%s\x1b[K%s", line, p.last ? "\n" : "");
+  else spdlog::info("{}", line);
+}
+
+}  // namespace bertrain
