@@ -12,3 +12,6 @@ add_test(NAME golden_reproducible COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/golden_rep
 # The bad-input cases under AddressSanitizer + UBSan, in their own build directory (label slow).
 add_test(NAME io_asan COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/io_asan_test.sh ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/asan-io)
 set_tests_properties(io_asan PROPERTIES LABELS slow TIMEOUT 1800)
+# Every option of LambOptions / AdamWOptions / LrScheduleOptions through a recipe key and a pretrain flag.
+bertrain_add_test(recipe_options_test SOURCES recipe_options_test.cpp LIBS nlohmann_json::nlohmann_json)
+add_dependencies(recipe_options_test bertrain_cli)

@@ -72,7 +72,7 @@ TEST(Schedule, NvidiaPolyWarmup) {
   o.power = 0.5;
   o.convention = LrConvention::nvidia;
   LrSchedule s(o);
-  EXPECT_EQ(s.warmup_steps(), 10);
+  EXPECT_EQ(s.warmup_steps(), 9);  // updates 0..8 (p = 0.01 .. 0.09 < 0.1); update 9 has p = w: decay branch
   expect_rel(s.lr(0), 6e-3 * 0.01 / 0.1, "nvidia", 0);  // first update is not 0
   expect_rel(s.lr(8), 6e-3 * 0.09 / 0.1, "nvidia", 8);   // warmup - 2: p = 0.09
   expect_rel(s.lr(9), 6e-3 * std::sqrt(0.9), "nvidia", 9);  // p = 0.1 = w: decay branch
@@ -200,4 +200,73 @@ TEST(Schedule, ValidationErrors) {
     EXPECT_NE(std::string(e.what()).find("phase 1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("num_train_steps"), std::string::npos) << e.what();
   }
+}
+
+// Issue 15 / CASES C39: for each convention, the warmup and total step counts and the lr at the first update, the
+// last warmup update, the first decay update and the last update, written in the reference's own step indexing.
+// MRPC: 3668 examples, batch 32, 3 epochs, lr 2e-5, warmup_proportion 0.1.
+TEST(Schedule, C39StepCountsAndLrPerConvention) {
+  auto mrpc = [](LrConvention conv, int64_t total) {
+    LrScheduleOptions o;
+    o.learning_rate = 2e-5;
+    o.num_train_steps = total;
+    o.warmup_proportion = 0.1;
+    o.decay = LrDecay::linear;
+    o.convention = conv;
+    return LrSchedule(o);
+  };
+  // google-research/bert run_classifier.py: num_train_steps = int(3668 / 32 * 3) = 343,
+  // num_warmup_steps = int(343 * 0.1) = 34. optimization.py at global_step g (the update about to run, from 0):
+  //   g < 34: lr = 2e-5 * g / 34;  else lr = 2e-5 * (1 - g / 343)   (polynomial_decay, power 1, end 0)
+  const LrSchedule g = mrpc(LrConvention::google_bert, static_cast<int64_t>(3668.0 / 32 * 3));
+  EXPECT_EQ(g.options().num_train_steps, 343);
+  EXPECT_EQ(g.warmup_steps(), 34);
+  expect_rel(g.lr(0), 0.0, "google first update", 0);
+  expect_rel(g.lr(33), 1.941176e-5, "google last warmup update", 33);   // 2e-5 * 33 / 34
+  expect_rel(g.lr(34), 1.801749e-5, "google first decay update", 34);   // 2e-5 * (1 - 34/343)
+  expect_rel(g.lr(342), 5.830904e-8, "google last update", 342);        // 2e-5 * (1 - 342/343)
+  expect_rel(g.lr(343), 0.0, "google after the end", 343);
+  // Hugging Face Trainer: ceil(3668 / 32) = 115 updates per epoch, 345 in all; get_warmup_steps =
+  // ceil(345 * 0.1) = 35; get_linear_schedule_with_warmup at step s (0 for the first optimizer.step()):
+  //   s < 35: lr = 2e-5 * s / 35;  else lr = 2e-5 * max(0, (345 - s) / (345 - 35))
+  const LrSchedule h = mrpc(LrConvention::hugging_face, 345);
+  EXPECT_EQ(h.warmup_steps(), 35);
+  expect_rel(h.lr(0), 0.0, "hf first update", 0);
+  expect_rel(h.lr(34), 2e-5 * 34.0 / 35.0, "hf last warmup update", 34);
+  expect_rel(h.lr(35), 2e-5, "hf first decay update", 35);
+  expect_rel(h.lr(344), 6.451613e-8, "hf last update", 344);             // 2e-5 / 310
+  // NVIDIA schedulers.py LinearWarmUpScheduler: scheduler.step() runs before optimizer.step() and sets
+  // last_epoch = param_group['step'] + 1, so update k (k updates done before it) has progress p = (k + 1) / 343:
+  //   p < 0.1: lr = 2e-5 * p / 0.1;  else lr = 2e-5 * max((p - 1) / (0.1 - 1), 0)
+  // p < 0.1 <=> k + 1 < 34.3: updates 0..33 warm up (34 of them), update 34 (p = 35/343) decays.
+  const LrSchedule n = mrpc(LrConvention::nvidia, 343);
+  EXPECT_EQ(n.warmup_steps(), 34);
+  expect_rel(n.lr(0), 2e-5 * (1.0 / 343) / 0.1, "nvidia first update", 0);
+  expect_rel(n.lr(33), 2e-5 * (34.0 / 343) / 0.1, "nvidia last warmup update", 33);
+  expect_rel(n.lr(34), 2e-5 * ((35.0 / 343) - 1) / (0.1 - 1), "nvidia first decay update", 34);
+  expect_rel(n.lr(342), 0.0, "nvidia last update", 342);                   // p = 1
+  expect_rel(n.lr(341), 2e-5 * ((342.0 / 343) - 1) / (0.1 - 1), "nvidia second-last update", 341);
+}
+
+// configs/pretrain/lamb-bert-base.json, NVIDIA's phase 1: 7038 updates, warmup 0.2843, poly power 0.5, lr 6e-3.
+// 7038 * 0.2843 = 2000.90: NVIDIA's PolyWarmUpScheduler warms up while (k + 1) / 7038 < 0.2843, i.e. for updates
+// 0..1999 (2000 of them); google-research/bert's int() gives 2000 too; rounding to nearest (bertrain before
+// 2026-12) gave 2001.
+TEST(Schedule, LambBertBasePhase1WarmupCount) {
+  LrScheduleOptions o;
+  o.learning_rate = 6e-3;
+  o.num_train_steps = 7038;
+  o.warmup_proportion = 0.2843;
+  o.power = 0.5;
+  o.convention = LrConvention::nvidia;
+  const LrSchedule s(o);
+  EXPECT_EQ(s.warmup_steps(), 2000);
+  expect_rel(s.lr(0), 6e-3 * (1.0 / 7038) / 0.2843, "nvidia first update", 0);
+  expect_rel(s.lr(1999), 6e-3 * (2000.0 / 7038) / 0.2843, "nvidia last warmup update", 1999);
+  expect_rel(s.lr(2000), 6e-3 * std::sqrt(1.0 - 2001.0 / 7038), "nvidia first decay update", 2000);
+  expect_rel(s.lr(7037), 0.0, "nvidia last update", 7037);
+  o.convention = LrConvention::google_bert;
+  EXPECT_EQ(LrSchedule(o).warmup_steps(), 2000);
+  o.convention = LrConvention::hugging_face;
+  EXPECT_EQ(LrSchedule(o).warmup_steps(), 2001);
 }

@@ -51,6 +51,14 @@ LrSchedule::LrSchedule(const LrScheduleOptions& o) : opt_(o) {
     // TrainingArguments.get_warmup_steps: math.ceil(num_training_steps * warmup_ratio).
     warmup_steps_ = static_cast<int64_t>(o.convention == LrConvention::hugging_face ? std::ceil(w) : std::floor(w));
   }
+  if (o.convention == LrConvention::nvidia) {
+    // NVIDIA compares the proportion itself: update k warms up while (k + 1) / total < w (the same expression as
+    // lr()), so the warmup has ceil(w * total) - 1 updates, e.g. 2000 for 7038 x 0.2843 = 2000.9, 9 for 100 x 0.1.
+    int64_t j = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(warmup_fraction_ * total)) - 1);
+    while (j + 1 <= o.num_train_steps && static_cast<double>(j + 1) / total < warmup_fraction_) ++j;
+    while (j > 0 && static_cast<double>(j) / total >= warmup_fraction_) --j;
+    warmup_steps_ = j;
+  }
 }
 
 double LrSchedule::lr(int64_t step) const {

@@ -70,8 +70,10 @@ class LrSchedule {
   explicit LrSchedule(const LrScheduleOptions& options);
   /// Learning rate for the update with 0-based global step `step` (>= 0, throws otherwise). Never negative.
   double lr(int64_t step) const;
-  /// Warmup length in steps after resolving warmup_proportion with the convention's rounding (int() for
-  /// google_bert and nvidia, ceil for hugging_face). NVIDIA itself compares proportions, not steps.
+  /// The number of updates that take the warmup branch (updates 0 .. warmup_steps() - 1), the one rule that turns
+  /// warmup_proportion p into steps for each convention: google_bert int(total * p) (run_classifier.py),
+  /// hugging_face ceil(total * p) (TrainingArguments.get_warmup_steps), nvidia ceil(total * p) - 1 (it compares
+  /// the proportion (k + 1) / total < p, schedulers.py; num_warmup_steps n means p = n / total there).
   int64_t warmup_steps() const { return warmup_steps_; }
   const LrScheduleOptions& options() const { return opt_; }
 
