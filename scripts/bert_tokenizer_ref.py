@@ -16,7 +16,7 @@ Usage (run with Debian's /usr/bin/python3):
       google-research/albert `preprocess_text` of each line, with the "``"/"''" -> '"' step of XLNet and
       Hugging Face's AlbertTokenizer.
   bert_tokenizer_ref.py regenerate
-      rewrites the golden files under tests/data/tokenizer/ that tests/tokenizer_test.cpp compares against
+      rewrites the golden files under tests/fixtures/tokenizer/ that tests/tokenizer_test.cpp compares against
       (the unicode-stress comparison is run live by the test instead: its text is too large to commit).
 """
 import os

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-# gen_golden.py: writes the golden reference for bertrain's BERT parity test (issue 3) under tests/data/golden/.
+# gen_golden.py: writes the golden reference for bertrain's BERT parity test (issue 3) under tests/fixtures/golden/.
 #
 # Usage (Debian's python3 with python3-torch; NOT the pyenv python3 on PATH, which lacks torch):
-#     /usr/bin/python3 scripts/gen_golden.py [--out tests/data/golden]
+#     /usr/bin/python3 scripts/gen_golden.py [--out tests/fixtures/golden]
 # Re-running reproduces the committed files byte for byte (fixed seeds, one thread, float64); the ctest
 # `golden_reproducible` checks that by regenerating into a temporary directory and comparing with cmp.
 #

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-# gen_optim_golden.py: golden 20-step optimizer trajectories for tests/optim_test.cpp (tests/data/optim_golden.json).
+# gen_optim_golden.py: golden 20-step optimizer trajectories for tests/optim_test.cpp (tests/fixtures/optim_golden.json).
 #
 # Regenerate (Debian's python3 with python3-torch and python3-numpy; not a pyenv python without torch):
-#   /usr/bin/python3 scripts/gen_optim_golden.py > tests/data/optim_golden.json
+#   /usr/bin/python3 scripts/gen_optim_golden.py > tests/fixtures/optim_golden.json
 # The JSON records an FNV-1a 64 hash of this file; optim_test fails when the script changed but the data was not
 # regenerated, and the ctest `optim_golden_regen` (label slow) reruns the script and compares its output.
 #

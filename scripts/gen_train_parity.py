@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-# gen_train_parity.py: makes tests/data/train_parity/ (a tiny BERT, its data and 50 reference training steps in
-# PyTorch) for the step-by-step training parity test tests/train_parity_test.sh (issue 16).
+# gen_train_parity.py: makes tests/fixtures/train_parity/ (a tiny BERT, its data and 50 reference training steps in
+# PyTorch) for the step-by-step training parity test tests/train/train_parity_test.sh (issue 16).
 #
 # Usage (Debian's python3 with python3-torch and python3-h5py; NOT the pyenv python3 on PATH, which lacks torch):
-#     /usr/bin/python3 scripts/gen_train_parity.py --bertrain build/bertrain [--out tests/data/train_parity]
+#     /usr/bin/python3 scripts/gen_train_parity.py --bertrain build/bertrain [--out tests/fixtures/train_parity]
 # Re-running reproduces the committed files byte for byte (fixed seeds, one thread, float64); the ctest
 # `train_parity_regen` (label slow) checks that by regenerating into a temporary directory and comparing.
 #

@@ -1,4 +1,4 @@
-// test_util.h: small file helpers shared by the test suites.
+// test_util.h: helpers and fixtures shared by the test suites (files, temporary directories, a tiny BERT config).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +10,23 @@
 #include <string>
 #include <vector>
 
+#include "bertrain/models/bert_config.h"
+
 namespace bertrain::test {
+
+/// A small BertConfig for tests (the other keys keep BertConfig's defaults: gelu, dropout 0.1, 2 token types).
+inline BertConfig tiny_bert_config(int64_t vocab_size, int64_t hidden_size, int64_t num_hidden_layers,
+                                   int64_t num_attention_heads, int64_t intermediate_size,
+                                   int64_t max_position_embeddings) {
+  BertConfig c;
+  c.vocab_size = vocab_size;
+  c.hidden_size = hidden_size;
+  c.num_hidden_layers = num_hidden_layers;
+  c.num_attention_heads = num_attention_heads;
+  c.intermediate_size = intermediate_size;
+  c.max_position_embeddings = max_position_embeddings;
+  return c;
+}
 
 /// The bytes of `path` (a failed open is a test failure).
 inline std::string read_file(const std::string& path) {

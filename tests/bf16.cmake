@@ -1,1 +1,0 @@
-bertrain_add_test(bf16_test SOURCES bf16_test.cpp)

@@ -1,1 +1,0 @@
-bertrain_add_test(core_test SOURCES core_test.cpp)

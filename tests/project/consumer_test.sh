@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# consumer_test.sh BUILD_DIR SOURCE_DIR [shared|static]: installs bertrain into a temporary prefix and builds
+# tests/project/consumer against the installed package only (find_package + the umbrella header), then runs it: XOR must
+# reach 100% accuracy, and a tiny BertForSequenceClassification is finetuned for 20 steps on a GLUE-format task,
+# evaluated with the task's metric, with atomic checkpoints that load back.
+#   shared: installs BUILD_DIR (a shared build).
+#   static: configures and builds the libraries again with -DBERTRAIN_BUILD_SHARED=OFF (no tests, no tools) and
+#           installs that, so the package's find_dependency list is what links the consumer.
+set -euo pipefail
+build=$1
+src=$2
+kind=${3:-shared}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if [ "$kind" = static ]; then
+  cmake -S "$src" -B "$tmp/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTRAIN_BUILD_SHARED=OFF \
+    -DBERTRAIN_BUILD_TESTS=OFF -DBERTRAIN_BUILD_TOOLS=OFF "${launcher[@]}" >/dev/null
+  cmake --build "$tmp/lib" >/dev/null
+  cmake --install "$tmp/lib" --prefix "$tmp/prefix" >/dev/null
+  ls "$tmp/prefix"/lib*/libbertrain_core.a >/dev/null
+  ! ls "$tmp/prefix"/lib*/libbertrain_core.so* >/dev/null 2>&1 || { echo "static install has shared libraries" >&2; exit 1; }
+else
+  cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+  ls "$tmp/prefix"/lib*/libbertrain_core.so.0.1 >/dev/null  # SOVERSION
+fi
+cmake -S "$src/tests/project/consumer" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/build"
+# The consumer must not see bertrain's private dependencies through the package.
+if grep -rqE '#include *[<"](Eigen/|oneapi/dnnl|dnnl|spdlog/|CLI/|sentencepiece|hdf5|utf8proc|nlohmann/|mpi\.h)' "$tmp/prefix/include"; then
+  echo "installed headers include private dependencies" >&2
+  exit 1
+fi
+out=$("$tmp/build/xor_mlp")
+echo "$out"
+grep -q "accuracy 100%" <<<"$out"
+"$tmp/build/finetune_glue" "$src/data/vocab/bert-base-uncased-vocab.txt" "$tmp/work"

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# mpi_test.sh BUILD_DIR SOURCE_DIR CASE: data-parallel behaviour of the real binary under `mpirun -np 2`, on the
+# tiny shards of the trainer_data fixture (tests/train/trainer_test.sh). Cases:
+#   equivalence   2 ranks x 2 micro-batches == 1 rank x 4 (weights and losses to 1e-6), pretraining and run-classifier
+#   kill_resume   SIGKILL of rank 1 mid-run ends the job within 10 s naming the rank; --resume finishes it
+#   elastic_resume  a checkpoint of 1 process resumed by 2 ranks continues the same run
+#   rank_throws   an error on one rank only (its eval_dir is missing) ends the job within 10 s naming the rank
+# Runs as root in CI: --allow-run-as-root; --oversubscribe and --bind-to none for small machines; shared memory
+# (vader) without the CMA single-copy path, which containers usually forbid.
+set -euo pipefail
+build=$1
+src=$2
+case_name=$3
+bin="$build/bertrain"
+work="$build/mpi_test"
+data="$build/trainer_test/data"
+tiny="$build/trainer_test/tiny.json"
+vocab="$src/data/vocab/bert-base-uncased-vocab.txt"
+mkdir -p "$work"
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 2)
+
+common=(--num_threads 1 pretrain --no_progress --bert_config_file="$tiny" --vocab_file="$vocab"
+        --input_file="$data/p32" --max_seq_length=32 --max_predictions_per_seq=5 --seed=7
+        --optimizer.name=lamb --learning_rate=1e-2 --num_warmup_steps=2)
+
+# ends_within SECONDS LOG PATTERN: waits for the background job $job_pid, fails when it outlives SECONDS (measured
+# from now), exits 0, or its log lacks PATTERN.
+ends_within() {
+  local limit_ms=$(($1 * 1000)) log=$2 pat=$3 t0 rc dt
+  t0=$(date +%s%3N)
+  while kill -0 "$job_pid" 2> /dev/null; do
+    if (($(date +%s%3N) - t0 > limit_ms + 5000)); then
+      echo "job still running $((limit_ms / 1000 + 5)) s after the failure: a hang" >&2
+      kill -KILL "$job_pid" 2> /dev/null || true
+      exit 1
+    fi
+    sleep 0.05
+  done
+  set +e
+  wait "$job_pid"
+  rc=$?
+  set -e
+  dt=$(($(date +%s%3N) - t0))
+  echo "job ended ${dt} ms after the failure with exit code $rc"
+  echo "---- its last lines:"
+  tail -n 15 "$log"
+  echo "----"
+  ((dt <= limit_ms)) || { echo "took longer than $1 s" >&2; exit 1; }
+  [ "$rc" -ne 0 ] || { echo "the job reported success" >&2; exit 1; }
+  grep -q -- "$pat" "$log" || { echo "no '$pat' in the job's output" >&2; exit 1; }
+}
+
+# rank_pid MPIRUN_PID RANK: the pid of that rank (a child of mpirun with OMPI_COMM_WORLD_RANK=RANK).
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+case "$case_name" in
+  equivalence)
+    rm -rf "$work/one" "$work/two" "$work/cls_one" "$work/cls_two"
+    flags=(--train_batch_size=8 --micro_batch_size=2 --num_train_steps=6 --do_eval --eval_dir="$data/p32"
+           --max_eval_steps=5)
+    "$bin" "${common[@]}" --output_dir="$work/one" "${flags[@]}"
+    # Small buckets (50 KB) so that the tiny model's gradients are summed in several, most during backward.
+    "${mpi[@]}" "$bin" --log_level debug "${common[@]}" --output_dir="$work/two" "${flags[@]}" \
+      --allreduce_bucket_mb=0.05 > "$work/two.log" 2>&1 || { cat "$work/two.log"; exit 1; }
+    grep "gradient buckets started during backward" "$work/two.log" | tail -n 1
+    # From step 2 on (unused parameters learned) every bucket but the embeddings' starts during backward.
+    grep -q "step 6: \([2-9]\|[1-9][0-9]\) of [0-9]* gradient buckets started during backward" "$work/two.log"
+    grep -q '"world_size": 2' "$work/two/checkpoint-6/trainer_state.json"
+    grep -q '"grad_accum_steps": 2' "$work/two/checkpoint-6/trainer_state.json"
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/one/checkpoint-6" "$work/two/checkpoint-6" \
+      --rtol 1e-6 --atol 1e-9 --metrics
+    # Evaluation is split over the ranks and summed: the same figures.
+    /usr/bin/python3 - "$work/one/eval_results.json" "$work/two/eval_results.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in a:
+    assert abs(a[k] - b[k]) <= 1e-9 + 1e-6 * abs(a[k]), (k, a[k], b[k])
+print("eval_results.json match:", a)
+PY
+    # Finetuning: run-classifier from that checkpoint, batch 8 as 1 x 8 rows and as 2 ranks x 4 rows. The kernels
+    # then reduce over 8 rows vs 4 (other f32 rounding, as trainer_accumulation's 1 x 8 vs 4 x 2): 1e-4 relative.
+    glue="$work/sst"
+    mkdir -p "$glue"
+    { printf 'sentence\tlabel\n'; awk 'NF > 3 && n < 48 { print $0 "\t" (length($0) % 2); n++ }' "$src/data/gutenberg/sample_small.txt"; } > "$glue/train.tsv"
+    head -n 9 "$glue/train.tsv" > "$glue/dev.tsv"
+    cls=(--num_threads 1 run-classifier --task_name SST-2 --data_dir "$glue" --vocab_file "$vocab"
+         --init_checkpoint "$work/one/checkpoint-6" --max_seq_length 32 --train_batch_size 8 --learning_rate 1e-3
+         --max_steps 5 --save_checkpoints_steps 5 --num_train_epochs 1 --do_train --seed 3)
+    "$bin" "${cls[@]}" --output_dir "$work/cls_one" > /dev/null
+    "${mpi[@]}" "$bin" "${cls[@]}" --output_dir "$work/cls_two"
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/cls_one/checkpoint-5" "$work/cls_two/checkpoint-5" \
+      --rtol 1e-4 --atol 1e-6
+    /usr/bin/python3 - "$work/cls_one/metrics.jsonl" "$work/cls_two/metrics.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(p) if '"eval"' not in l] for p in sys.argv[1:3])
+assert len(a) == len(b) == 5, (len(a), len(b))
+for x, y in zip(a, b):
+    assert abs(x["loss"] - y["loss"]) <= 1e-6 + 1e-4 * abs(x["loss"]), (x, y)
+print("run-classifier losses match over", len(a), "steps")
+PY
+    ;;
+  kill_resume)
+    rm -rf "$work/kill" "$work/nokill"
+    flags=(--train_batch_size=8 --micro_batch_size=2 --num_train_steps=60 --save_checkpoints_steps=5)
+    "${mpi[@]}" "$bin" "${common[@]}" --output_dir="$work/nokill" "${flags[@]}" > /dev/null 2>&1
+    "${mpi[@]}" "$bin" "${common[@]}" --output_dir="$work/kill" "${flags[@]}" > "$work/kill.log" 2>&1 &
+    job_pid=$!
+    for _ in $(seq 1 1200); do
+      [ -d "$work/kill/checkpoint-10" ] && break
+      sleep 0.05
+    done
+    [ -d "$work/kill/checkpoint-10" ] || { echo "no checkpoint-10 after 60 s" >&2; cat "$work/kill.log"; exit 1; }
+    victim=$(rank_pid "$job_pid" 1) || { echo "rank 1 not found (finished already?)" >&2; exit 1; }
+    kill -KILL "$victim"
+    echo "SIGKILL sent to rank 1 (pid $victim)"
+    ends_within 10 "$work/kill.log" "process rank 1 .*exited on signal 9"
+    ls "$work/kill"
+    "${mpi[@]}" "$bin" "${common[@]}" --output_dir="$work/kill" "${flags[@]}" --resume 2>&1 | tee "$work/resume.log" | tail -n 3
+    grep -q "resumed from" "$work/resume.log"
+    # Same world size, same reduction order: the resumed run ends where the uninterrupted one does, bit for bit.
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/nokill/checkpoint-60" "$work/kill/checkpoint-60" \
+      --exact --metrics
+    ;;
+  elastic_resume)
+    # A 1-process checkpoint resumed by 2 ranks: the data cursor is rescaled from A = 4 to A = 2 micro-batches per
+    # rank and the run ends where the 1-process run does (to 1e-6, the summation order differs).
+    rm -rf "$work/el_ref" "$work/el"
+    flags=(--train_batch_size=8 --micro_batch_size=2 --num_train_steps=12 --save_checkpoints_steps=6)
+    "$bin" "${common[@]}" --output_dir="$work/el_ref" "${flags[@]}" > /dev/null
+    cp -r "$work/el_ref" "$work/el"
+    rm -r "$work/el/checkpoint-12"
+    "${mpi[@]}" "$bin" "${common[@]}" --output_dir="$work/el" "${flags[@]}" --resume > "$work/el.log" 2>&1 ||
+      { cat "$work/el.log"; exit 1; }
+    grep "resumed from" "$work/el.log"
+    grep -q '"grad_accum_steps": 4' "$work/el/checkpoint-6/trainer_state.json"
+    grep -q '"grad_accum_steps": 2' "$work/el/checkpoint-12/trainer_state.json"
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/el_ref/checkpoint-12" "$work/el/checkpoint-12" \
+      --rtol 1e-6 --atol 1e-9 --metrics
+    ;;
+  rank_throws)
+    rm -rf "$work/throw"
+    flags=(--output_dir="$work/throw" --train_batch_size=8 --micro_batch_size=2 --num_train_steps=40
+           --eval_every_steps=3 --max_eval_steps=2)
+    # MPMD: rank 1 gets an eval_dir without shards, so it throws at the first evaluation (step 3) while rank 0
+    # waits for it inside the evaluation's sum.
+    mkdir -p "$work/empty_eval"
+    mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader \
+      -np 1 "$bin" "${common[@]}" "${flags[@]}" --eval_dir="$data/p32" : \
+      -np 1 "$bin" "${common[@]}" "${flags[@]}" --eval_dir="$work/empty_eval" > "$work/throw.log" 2>&1 &
+    job_pid=$!
+    for _ in $(seq 1 1200); do
+      grep -q "rank 1 of 2" "$work/throw.log" 2> /dev/null && break
+      kill -0 "$job_pid" 2> /dev/null || break
+      sleep 0.05
+    done
+    ends_within 10 "$work/throw.log" "rank 1 of 2: eval_dir .*empty_eval"
+    ;;
+  *)
+    echo "unknown case $case_name" >&2
+    exit 2
+    ;;
+esac
