@@ -5,7 +5,7 @@
 # shards for the same token budget (49,152 sequences of 128 = 6.29 M tokens, about 20-25 minutes of bert-mini on
 # this 2-core machine when it is quiet), evaluated on held-out text every 8,192 sequences.
 #
-# Usage: scripts/recipe_search.sh [ROW ...]        (no ROW: every row of ROWS below, in order)
+# Usage: scripts/recipe_search.sh [ROW ...]        (rows in the order given; none: every row of ROWS below)
 #        scripts/recipe_search.sh --list
 # Environment: BIN (bertrain binary, default build/bertrain), OUT (default ../runs/recipe-search: outside the
 # clone), SHARED (default ../shared), THREADS (default: all cores).
@@ -104,11 +104,12 @@ run_row() {
 }
 
 prepare_data
+# Rows in the order given on the command line (all of ROWS in table order when none is given).
 want=("$@")
-for r in "${ROWS[@]}"; do
-  name=${r%%|*}
-  if [ ${#want[@]} -gt 0 ]; then
-    case " ${want[*]} " in *" $name "*) ;; *) continue ;; esac
-  fi
-  run_row "$name" "${r#*|}"
+[ ${#want[@]} -gt 0 ] || for r in "${ROWS[@]}"; do want+=("${r%%|*}"); done
+for name in "${want[@]}"; do
+  row=""
+  for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$name" ] && row=$r; done
+  [ -n "$row" ] || { echo "recipe_search: unknown row '$name' (see --list)" >&2; exit 2; }
+  run_row "$name" "${row#*|}"
 done
