@@ -4,13 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "bertrain/core/error.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
+#include "bertrain/io/tokenizer_files.h"
 #include "bertrain/ops/ops.h"
 #include "commands.h"
 
@@ -82,13 +81,11 @@ void load_init_checkpoint(const FinetuneFlags& f, Module& model) {
 }
 
 void write_tokenizer_files(const FinetuneFlags& f, const std::string& dir) {
-  fs::copy_file(f.vocab_file, fs::path(dir) / "vocab.txt", fs::copy_options::overwrite_existing);
-  nlohmann::json tc{{"do_lower_case", f.lower()}, {"tokenizer_class", "BertTokenizer"}, {"unk_token", "[UNK]"},
-                    {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"}, {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}};
-  std::ofstream(fs::path(dir) / "tokenizer_config.json") << tc.dump(2);
-  nlohmann::json st{{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"}, {"cls_token", "[CLS]"},
-                    {"mask_token", "[MASK]"}};
-  std::ofstream(fs::path(dir) / "special_tokens_map.json") << st.dump(2);
+  BertTokenizerFiles t;
+  t.vocab_file = f.vocab_file;
+  t.do_lower_case = f.lower();
+  t.model_max_length = finetune_config(f).max_position_embeddings;
+  save_tokenizer_files(dir, t);
 }
 
 }  // namespace bertrain::cli

@@ -42,10 +42,12 @@
 #include "bertrain/data/loader.h"
 #include "bertrain/data/pretraining.h"
 // io
+#include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/tokenizer_files.h"
 // train
 #include "bertrain/train/checkpoint_dir.h"
 #include "bertrain/train/communicator.h"

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bertrain/core/error.h"
+#include "bertrain/io/atomic_file.h"
 #include "io/file_util.h"
 
 namespace bertrain {
@@ -130,7 +131,7 @@ std::string bert_config_to_json(const BertConfig& c) {
 
 void save_bert_config(const std::string& path, const BertConfig& config) {
   config.validate();
-  write_file_atomic(path, bert_config_to_json(config));
+  write_text_atomic(path, bert_config_to_json(config));
 }
 
 }  // namespace bertrain

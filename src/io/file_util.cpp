@@ -1,6 +1,8 @@
 // file_util.cpp: atomic file writes and exact positioned reads (POSIX).
 #include "io/file_util.h"
 
+#include "bertrain/io/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,7 +57,7 @@ void AtomicFileWriter::commit() {
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
+void write_text_atomic(const std::string& path, std::string_view text) {
   AtomicFileWriter w(path);
   w.write(text.data(), text.size());
   w.commit();

@@ -1,5 +1,5 @@
-// file_util.h: POSIX file helpers private to the io layer: atomic writes (temp file + fsync + rename) and
-// exact positioned reads. Every failure throws bertrain::Error naming the file.
+// file_util.h: POSIX file helpers private to the io layer: the streaming atomic writer (behind write_text_atomic
+// and the safetensors writer) and exact positioned reads. Every failure throws bertrain::Error naming the file.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +26,6 @@ class AtomicFileWriter {
   bool committed_ = false;
 };
 
-/// Writes `text` to `path` atomically.
-void write_file_atomic(const std::string& path, const std::string& text);
 /// Reads exactly `n` bytes at `offset`; throws when the file ends early or the read fails.
 void read_exact(int fd, void* dst, uint64_t n, uint64_t offset, const std::string& path);
 /// The whole file as a string; throws naming the file when it cannot be read.

@@ -14,6 +14,7 @@ bertrain_add_layer(tasks
     bertrain::text
   PRIVATE_DEPS
     bertrain::data
+    bertrain::io
     PkgConfig::UTF8PROC
     nlohmann_json::nlohmann_json
 )

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "bertrain/core/error.h"
+#include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/safetensors.h"
 
@@ -134,21 +134,6 @@ void prune_checkpoints(const std::string& output_dir, int64_t limit) {
   }
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    BERTRAIN_CHECK(f.good(), "cannot write ", tmp);
-    f << text;
-    f.flush();
-    BERTRAIN_CHECK(f.good(), "error writing ", tmp);
-  }
-  fsync_path(tmp);
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  BERTRAIN_CHECK(!ec, "cannot rename ", tmp, " to ", path, ": ", ec.message());
-}
-
 std::string save_checkpoint(const std::string& output_dir, const std::string& name, int64_t step,
                             const CheckpointContents& c) {
   BERTRAIN_ASSERT(c.model && c.state, "save_checkpoint: model and state are required");
@@ -163,7 +148,7 @@ std::string save_checkpoint(const std::string& output_dir, const std::string& na
   }
   if (c.write_extra_files) c.write_extra_files(w.dir());
   // trainer_state.json last: a directory is complete when it is renamed into place.
-  write_text(w.path("trainer_state.json"), c.state->to_json());
+  write_text_atomic(w.path("trainer_state.json"), c.state->to_json());
   w.commit_as(name);
   return (fs::path(output_dir) / name).string();
 }

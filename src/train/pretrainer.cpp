@@ -14,8 +14,10 @@
 
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/loader.h"
+#include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
+#include "bertrain/io/tokenizer_files.h"
 #include "bertrain/models/bert.h"
 #include "bertrain/ops/ops.h"
 #include "bertrain/schedule/schedule.h"
@@ -136,20 +138,13 @@ struct PretrainTrainer::Impl {
     c.state = &state;
     c.write_extra_files = [&](const std::string& dir) {
       if (!r.vocab_file.empty()) {
-        fs::copy_file(r.vocab_file, fs::path(dir) / "vocab.txt", fs::copy_options::overwrite_existing);
-        write_text((fs::path(dir) / "tokenizer_config.json").string(),
-                   metrics_json({{"do_lower_case", r.do_lower_case},
-                                 {"model_max_length", int64_t{cfg.max_position_embeddings}},
-                                 {"tokenizer_class", std::string("BertTokenizer")}, {"unk_token", std::string("[UNK]")},
-                                 {"sep_token", std::string("[SEP]")}, {"pad_token", std::string("[PAD]")},
-                                 {"cls_token", std::string("[CLS]")}, {"mask_token", std::string("[MASK]")},
-                                 {"strip_accents", std::monostate{}}, {"tokenize_chinese_chars", true}}));
-        write_text((fs::path(dir) / "special_tokens_map.json").string(),
-                   metrics_json({{"unk_token", std::string("[UNK]")}, {"sep_token", std::string("[SEP]")},
-                                 {"pad_token", std::string("[PAD]")}, {"cls_token", std::string("[CLS]")},
-                                 {"mask_token", std::string("[MASK]")}}));
+        BertTokenizerFiles t;
+        t.vocab_file = r.vocab_file;
+        t.do_lower_case = r.do_lower_case;
+        t.model_max_length = cfg.max_position_embeddings;
+        save_tokenizer_files(dir, t);
       }
-      write_text((fs::path(dir) / "recipe.json").string(), pretrain_recipe_to_json(r));
+      write_text_atomic((fs::path(dir) / "recipe.json").string(), pretrain_recipe_to_json(r));
     };
     const std::string path = save_checkpoint(r.output_dir, checkpoint_dir_name(state.global_step), state.global_step, c);
     prune_checkpoints(r.output_dir, r.save_total_limit);
@@ -315,7 +310,7 @@ struct PretrainTrainer::Impl {
   int train() {
     BERTRAIN_CHECK(r.do_train, "train() with do_train=false");
     fs::create_directories(r.output_dir);
-    if (o.rank == 0) write_text((fs::path(r.output_dir) / "recipe.json").string(), pretrain_recipe_to_json(r));
+    if (o.rank == 0) write_text_atomic((fs::path(r.output_dir) / "recipe.json").string(), pretrain_recipe_to_json(r));
     if (!o.resume && o.only_phase == 0) log.start_new();
     SignalGuard signals;
     TrainStepOptions so;
@@ -409,7 +404,7 @@ struct PretrainTrainer::Impl {
                                {"global_step", e.global_step}};
     if (o.rank == 0) {
       fs::create_directories(r.output_dir);
-      write_text((fs::path(r.output_dir) / "eval_results.json").string(), metrics_json(rec));
+      write_text_atomic((fs::path(r.output_dir) / "eval_results.json").string(), metrics_json(rec));
       MetricsRecord m = rec;
       m.emplace_back("step", state.global_step);
       m.emplace_back("eval", true);

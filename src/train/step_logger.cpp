@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bertrain/io/atomic_file.h"
 #include "bertrain/train/checkpoint_dir.h"
 
 namespace bertrain {
@@ -46,7 +47,7 @@ StepLogger::StepLogger(std::string metrics_path, bool write, bool live, int64_t 
     : path_(std::move(metrics_path)), write_(write), live_(live), log_every_(std::max<int64_t>(1, log_every)) {}
 
 void StepLogger::start_new() {
-  if (write_) write_text(path_, "");
+  if (write_) write_text_atomic(path_, "");
 }
 
 void StepLogger::truncate_after(int64_t step) {
@@ -63,7 +64,7 @@ void StepLogger::truncate_after(int64_t step) {
     }
   }
   in.close();
-  write_text(path_, kept);
+  write_text_atomic(path_, kept);
 }
 
 void StepLogger::record(const MetricsRecord& r) {

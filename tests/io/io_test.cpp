@@ -12,9 +12,11 @@
 #include <sstream>
 
 #include "bertrain/core/rng.h"
+#include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/tokenizer_files.h"
 #include "bertrain/models/bert.h"
 #include "bertrain/nn/layers.h"
 
@@ -435,6 +437,47 @@ TEST(Config, WritesTransformersFormAndRoundTrips) {
   c.hidden_size = 30;
   EXPECT_HAS(error_of([&] { save_bert_config(d.file("bad.json"), c); }), "num_attention_heads (4)");
   EXPECT_FALSE(fs::exists(d.file("bad.json")));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// the atomic text writer and the tokenizer files
+
+TEST(AtomicFile, ReplacesWholeAndLeavesNoTemporaryOrHalfFile) {
+  TempDir d;
+  write_text_atomic(d.file("a.txt"), "first");
+  write_text_atomic(d.file("a.txt"), "second\n");
+  EXPECT_EQ(read_bytes(d.file("a.txt")), "second\n");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(d.str())) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"a.txt"});
+  // A directory that does not exist: one error naming the path, nothing written.
+  EXPECT_HAS(error_of([&] { write_text_atomic(d.file("no/such/dir/b.txt"), "x"); }), "no/such/dir/b.txt");
+}
+
+// The files transformers' BertTokenizer.save_pretrained writes, with its keys; vocab.txt is a byte copy.
+TEST(TokenizerFiles, AsBertTokenizerSavesThem) {
+  TempDir d;
+  write_bytes(d.file("v.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n");
+  fs::create_directories(d.file("ck"));
+  BertTokenizerFiles t;
+  t.vocab_file = d.file("v.txt");
+  t.do_lower_case = false;
+  t.model_max_length = 128;
+  save_tokenizer_files(d.file("ck"), t);
+  EXPECT_EQ(read_bytes(d.file("ck/vocab.txt")), read_bytes(d.file("v.txt")));
+  EXPECT_EQ(read_bytes(d.file("ck/tokenizer_config.json")),
+            "{\n  \"clean_up_tokenization_spaces\": true,\n  \"cls_token\": \"[CLS]\",\n  \"do_basic_tokenize\": true,\n"
+            "  \"do_lower_case\": false,\n  \"mask_token\": \"[MASK]\",\n  \"model_max_length\": 128,\n"
+            "  \"never_split\": null,\n  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
+            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n  \"tokenizer_class\": \"BertTokenizer\",\n"
+            "  \"unk_token\": \"[UNK]\"\n}\n");
+  EXPECT_EQ(read_bytes(d.file("ck/special_tokens_map.json")),
+            "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n  \"pad_token\": \"[PAD]\",\n"
+            "  \"sep_token\": \"[SEP]\",\n  \"unk_token\": \"[UNK]\"\n}\n");
+  t.strip_accents = true;
+  EXPECT_HAS(tokenizer_config_json(t), "\"strip_accents\": true,");
+  t.vocab_file = d.file("missing.txt");
+  EXPECT_HAS(error_of([&] { save_tokenizer_files(d.file("ck"), t); }), "missing.txt");
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -67,7 +67,4 @@ std::string save_checkpoint(const std::string& output_dir, const std::string& na
 /// bertrain::Error naming the file on a missing or malformed file or a tensor of the wrong shape.
 TrainState load_checkpoint(const std::string& dir, Module& model, Optimizer* optimizer, const NamedParameters& params);
 
-/// Writes `text` to `path` atomically (temporary file, fsync, rename). Throws bertrain::Error on failure.
-void write_text(const std::string& path, const std::string& text);
-
 }  // namespace bertrain

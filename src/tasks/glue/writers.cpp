@@ -1,16 +1,12 @@
 // glue_writers.cpp: eval_results.json, test_results.tsv and GLUE submission files.
 #include "bertrain/tasks/glue/writers.h"
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "bertrain/core/error.h"
+#include "bertrain/io/atomic_file.h"
 
 namespace bertrain::glue {
 namespace {
@@ -25,20 +21,6 @@ void append_float(std::string& out, float v) {
 
 }  // namespace
 
-void write_text_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    BERTRAIN_CHECK(out.good(), path, ": cannot write (", std::strerror(errno), ")");
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    BERTRAIN_CHECK(out.good(), path, ": write failed (", std::strerror(errno), ")");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  BERTRAIN_CHECK(!ec, path, ": cannot rename ", tmp, " into place: ", ec.message());
-}
-
 std::string format_eval_results(const std::map<std::string, double>& metrics, double eval_loss, int64_t global_step) {
   nlohmann::json j = nlohmann::json::object();
   const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -50,7 +32,7 @@ std::string format_eval_results(const std::map<std::string, double>& metrics, do
 
 void write_eval_results(const std::string& path, const std::map<std::string, double>& metrics, double eval_loss,
                         int64_t global_step) {
-  write_text_file_atomic(path, format_eval_results(metrics, eval_loss, global_step));
+  write_text_atomic(path, format_eval_results(metrics, eval_loss, global_step));
 }
 
 std::string format_test_results(std::span<const float> values, int64_t num_columns) {
@@ -66,7 +48,7 @@ std::string format_test_results(std::span<const float> values, int64_t num_colum
 }
 
 void write_test_results(const std::string& path, std::span<const float> values, int64_t num_columns) {
-  write_text_file_atomic(path, format_test_results(values, num_columns));
+  write_text_atomic(path, format_test_results(values, num_columns));
 }
 
 std::string format_glue_submission(std::span<const InputExample> examples, std::span<const int32_t> predicted_ids,
@@ -88,7 +70,7 @@ std::string format_glue_submission(std::span<const InputExample> examples, std::
 
 void write_glue_submission(const std::string& path, std::span<const InputExample> examples,
                            std::span<const int32_t> predicted_ids, const std::vector<std::string>& labels) {
-  write_text_file_atomic(path, format_glue_submission(examples, predicted_ids, labels));
+  write_text_atomic(path, format_glue_submission(examples, predicted_ids, labels));
 }
 
 std::string format_glue_submission_regression(std::span<const InputExample> examples,
@@ -107,7 +89,7 @@ std::string format_glue_submission_regression(std::span<const InputExample> exam
 
 void write_glue_submission_regression(const std::string& path, std::span<const InputExample> examples,
                                       std::span<const float> predictions) {
-  write_text_file_atomic(path, format_glue_submission_regression(examples, predictions));
+  write_text_atomic(path, format_glue_submission_regression(examples, predictions));
 }
 
 }  // namespace bertrain::glue

@@ -1,8 +1,6 @@
 // squad_json.cpp: JSON helpers for the SQuAD reader, predictions and evaluation (see squad_json.h).
 #include "tasks/squad/json.h"
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -70,20 +68,6 @@ bool bool_field(const nlohmann::json& obj, const char* key, const std::string& s
   BERTRAIN_CHECK(v.is_boolean(), source, ": ", where, ": field \"", key, "\" should be true or false, got ",
                  v.dump());
   return v.get<bool>();
-}
-
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    BERTRAIN_CHECK(out.good(), "cannot open '", tmp, "' for writing");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    BERTRAIN_CHECK(out.good(), "error writing '", tmp, "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  BERTRAIN_CHECK(!ec, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
 }
 
 }  // namespace bertrain::squad::detail

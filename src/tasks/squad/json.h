@@ -33,7 +33,4 @@ std::string python_split_join(std::string_view s);
 /// Throws unless `v` is an object.
 void require_object(const nlohmann::json& v, const std::string& source, const std::string& where);
 
-/// Writes `bytes` to `path` through a temporary file and a rename. Throws bertrain::Error on failure.
-void write_file_atomic(const std::string& path, const std::string& bytes);
-
 }  // namespace bertrain::squad::detail

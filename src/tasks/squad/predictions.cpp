@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "bertrain/core/error.h"
+#include "bertrain/io/atomic_file.h"
 #include "bertrain/tasks/squad/squad.h"
 #include "bertrain/text/utf8.h"
 #include "tasks/squad/json.h"
@@ -308,9 +309,9 @@ SquadPredictions write_predictions(const std::vector<SquadExample>& examples,
   std::filesystem::create_directories(output_dir, ec);
   BERTRAIN_CHECK(!ec, "cannot create output directory '", output_dir, "': ", ec.message());
   const std::filesystem::path dir(output_dir);
-  detail::write_file_atomic((dir / "predictions.json").string(), p.predictions_json());
-  detail::write_file_atomic((dir / "nbest_predictions.json").string(), p.nbest_json());
-  if (options.version_2_with_negative) detail::write_file_atomic((dir / "null_odds.json").string(), p.null_odds_json());
+  write_text_atomic((dir / "predictions.json").string(), p.predictions_json());
+  write_text_atomic((dir / "nbest_predictions.json").string(), p.nbest_json());
+  if (options.version_2_with_negative) write_text_atomic((dir / "null_odds.json").string(), p.null_odds_json());
   return p;
 }
 

@@ -1,6 +1,6 @@
 // glue_writers.h: the files `bertrain run-classifier` writes after evaluation and prediction: eval_results.json,
 // test_results.tsv (run_classifier.py's layout) and the GLUE benchmark submission file <TASK>.tsv.
-// Each writer has a format_* twin returning the exact text, and writes atomically (temporary name, then rename).
+// Each writer has a format_* twin returning the exact text, and writes atomically (bertrain/io/atomic_file.h).
 #pragma once
 
 #include <cstdint>
@@ -44,9 +44,5 @@ std::string format_glue_submission_regression(std::span<const InputExample> exam
                                               std::span<const float> predictions);
 void write_glue_submission_regression(const std::string& path, std::span<const InputExample> examples,
                                       std::span<const float> predictions);
-
-/// Writes `text` to `path` through `path`.tmp and a rename, so a crash never leaves half a file.
-/// Throws bertrain::Error naming the path when it cannot write.
-void write_text_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace bertrain::glue
