@@ -51,6 +51,61 @@ void read_string(const json& j, const char* key, std::string& out, const std::st
   out = it->get<std::string>();
 }
 
+
+// Hugging Face's labels: "id2label" {"0": "name", ...} (keys are output indexes written as strings, as
+// transformers' json.dumps turns int keys into strings) and "label2id" {"name": 0, ...}, its inverse. Either may
+// come alone; when both come they must agree, and so must "num_labels" (which transformers derives from them).
+void read_labels(const json& j, BertConfig& c, const std::string& source) {
+  std::vector<std::string> id2label;
+  const auto id2 = j.find("id2label");
+  if (id2 != j.end()) {
+    BERTRAIN_CHECK(id2->is_object(), source, ": \"id2label\" must be an object, got ", id2->type_name());
+    id2label.assign(id2->size(), "");
+    std::vector<bool> seen(id2->size(), false);
+    for (const auto& [key, name] : id2->items()) {
+      size_t used = 0;
+      long long i = -1;
+      try {
+        i = std::stoll(key, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      BERTRAIN_CHECK(used == key.size() && i >= 0 && i < static_cast<long long>(id2label.size()) && !seen[i], source,
+                     ": \"id2label\" key \"", key, "\" is not one of the output indexes 0..", id2label.size() - 1,
+                     " (each once)");
+      BERTRAIN_CHECK(name.is_string(), source, ": \"id2label\" \"", key, "\" must be a string, got ", name.dump());
+      seen[i] = true;
+      id2label[i] = name.get<std::string>();
+    }
+  }
+  if (const auto l2i = j.find("label2id"); l2i != j.end()) {
+    BERTRAIN_CHECK(l2i->is_object(), source, ": \"label2id\" must be an object, got ", l2i->type_name());
+    std::vector<std::string> inverse(l2i->size());
+    std::vector<bool> seen(l2i->size(), false);
+    for (const auto& [name, id] : l2i->items()) {
+      BERTRAIN_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                         id.get<int64_t>() < static_cast<int64_t>(inverse.size()) && !seen[id.get<size_t>()],
+                     source, ": \"label2id\" \"", name, "\" must be one of the output indexes 0..", inverse.size() - 1,
+                     " (each once), got ", id.dump());
+      seen[id.get<size_t>()] = true;
+      inverse[id.get<size_t>()] = name;
+    }
+    if (id2 == j.end()) id2label = std::move(inverse);
+    else
+      BERTRAIN_CHECK(inverse == id2label, source, ": \"label2id\" ", l2i->dump(), " is not the inverse of \"id2label\" ",
+                     id2->dump());
+  }
+  if (j.contains("num_labels")) {
+    read_int(j, "num_labels", c.num_labels, source);
+    BERTRAIN_CHECK(id2label.empty() || c.num_labels == static_cast<int64_t>(id2label.size()), source,
+                   ": \"num_labels\" is ", c.num_labels, " but \"id2label\"/\"label2id\" name ", id2label.size(),
+                   " labels");
+  } else if (!id2label.empty() || id2 != j.end()) {
+    c.num_labels = static_cast<int64_t>(id2label.size());
+  }
+  c.id2label = std::move(id2label);
+}
+
 }  // namespace
 
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source) {
@@ -70,12 +125,7 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
   read_int(j, "type_vocab_size", c.type_vocab_size, source);
   read_double(j, "initializer_range", c.initializer_range, source);
   read_double(j, "layer_norm_eps", c.layer_norm_eps, source);
-  if (j.contains("num_labels")) {
-    read_int(j, "num_labels", c.num_labels, source);
-  } else if (auto it = j.find("id2label"); it != j.end()) {
-    BERTRAIN_CHECK(it->is_object(), source, ": \"id2label\" must be an object, got ", it->type_name());
-    c.num_labels = static_cast<int64_t>(it->size());
-  }
+  read_labels(j, c, source);
   // transformers' BertConfig also has position_embedding_type; bertrain implements only "absolute".
   if (auto it = j.find("position_embedding_type"); it != j.end()) {
     BERTRAIN_CHECK(it->is_string(), source, ": \"position_embedding_type\" must be a string, got ", it->dump());
@@ -117,11 +167,12 @@ std::string bert_config_to_json(const BertConfig& c) {
   j["type_vocab_size"] = c.type_vocab_size;
   j["use_cache"] = true;
   j["vocab_size"] = c.vocab_size;
-  if (c.num_labels != 2) {
+  // transformers writes the labels unless they are PretrainedConfig's defaults (LABEL_0, LABEL_1).
+  if (c.num_labels != 2 || c.has_label_names()) {
     json id2label = json::object(), label2id = json::object();
     for (int64_t i = 0; i < c.num_labels; ++i) {
-      id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
-      label2id["LABEL_" + std::to_string(i)] = i;
+      id2label[std::to_string(i)] = c.label_name(i);
+      label2id[c.label_name(i)] = i;
     }
     j["id2label"] = std::move(id2label);
     j["label2id"] = std::move(label2id);

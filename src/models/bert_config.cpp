@@ -1,6 +1,8 @@
 // bert_config.cpp: BertConfig validation.
 #include "bertrain/models/bert_config.h"
 
+#include <set>
+
 #include "bertrain/core/error.h"
 
 namespace bertrain {
@@ -29,6 +31,25 @@ void BertConfig::validate() const {
                      hidden_act == "relu" || hidden_act == "tanh",
                  "config: unknown hidden_act '", hidden_act,
                  "' (expected gelu, gelu_new, gelu_pytorch_tanh, relu or tanh)");
+  if (!id2label.empty()) {
+    BERTRAIN_CHECK(static_cast<int64_t>(id2label.size()) == num_labels, "config: id2label has ", id2label.size(),
+                   " labels but num_labels is ", num_labels);
+    std::set<std::string> seen;
+    for (const std::string& name : id2label)
+      BERTRAIN_CHECK(seen.insert(name).second, "config: id2label names '", name,
+                     "' twice (label2id, its inverse, needs distinct names)");
+  }
+}
+
+std::string BertConfig::label_name(int64_t i) const {
+  BERTRAIN_ASSERT(i >= 0 && i < num_labels, "label index ", i, " outside [0, ", num_labels, ")");
+  return id2label.empty() ? "LABEL_" + std::to_string(i) : id2label[static_cast<size_t>(i)];
+}
+
+bool BertConfig::has_label_names() const {
+  for (size_t i = 0; i < id2label.size(); ++i)
+    if (id2label[i] != "LABEL_" + std::to_string(i)) return true;
+  return false;
 }
 
 }  // namespace bertrain

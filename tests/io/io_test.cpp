@@ -439,6 +439,46 @@ TEST(Config, WritesTransformersFormAndRoundTrips) {
   EXPECT_FALSE(fs::exists(d.file("bad.json")));
 }
 
+// CASES.md C43: a finetuned classifier's config names its outputs; the keys as transformers writes them.
+TEST(Config, LabelsAsTransformersWritesThem) {
+  TempDir d;
+  const std::string mnli =
+      R"({"id2label": {"0": "CONTRADICTION", "1": "NEUTRAL", "2": "ENTAILMENT"},
+          "label2id": {"CONTRADICTION": 0, "ENTAILMENT": 2, "NEUTRAL": 1}})";
+  BertConfig c = parse_bert_config(mnli, "x");
+  EXPECT_EQ(c.num_labels, 3);
+  EXPECT_EQ(c.id2label, (std::vector<std::string>{"CONTRADICTION", "NEUTRAL", "ENTAILMENT"}));
+  EXPECT_TRUE(c.has_label_names());
+  // Either key alone is enough; num_labels may repeat their size.
+  EXPECT_EQ(parse_bert_config(R"({"label2id": {"b": 1, "a": 0}})", "x").id2label, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(parse_bert_config(R"({"num_labels": 2, "id2label": {"1": "y", "0": "x"}})", "x").label_name(1), "y");
+  save_bert_config(d.file("config.json"), c);
+  const std::string text = read_bytes(d.file("config.json"));
+  EXPECT_HAS(text, "\"id2label\": {\n    \"0\": \"CONTRADICTION\",\n    \"1\": \"NEUTRAL\",\n    \"2\": \"ENTAILMENT\"\n  },");
+  EXPECT_HAS(text, "\"label2id\": {\n    \"CONTRADICTION\": 0,\n    \"ENTAILMENT\": 2,\n    \"NEUTRAL\": 1\n  },");
+  EXPECT_EQ(load_bert_config(d.file("config.json")).id2label, c.id2label);
+  // Default names: three labels are written as LABEL_i (as before), two are left out (transformers' default).
+  BertConfig plain;
+  plain.num_labels = 3;
+  EXPECT_FALSE(plain.has_label_names());
+  EXPECT_HAS(bert_config_to_json(plain), "\"id2label\": {\n    \"0\": \"LABEL_0\",");
+  EXPECT_HAS(bert_config_to_json(plain), "\"label2id\": {\n    \"LABEL_0\": 0,");
+  EXPECT_FALSE(parse_bert_config(bert_config_to_json(plain), "x").has_label_names());
+  plain.num_labels = 2;
+  EXPECT_FALSE(nlohmann::json::parse(bert_config_to_json(plain)).contains("id2label"));
+  plain.id2label = {"negative", "positive"};
+  EXPECT_HAS(bert_config_to_json(plain), "\"1\": \"positive\"");
+  // Bad label maps: one error naming the file and what is wrong.
+  EXPECT_HAS(error_of([&] { parse_bert_config(R"({"id2label": {"0": "a", "2": "b"}})", "f.json"); }),
+             "f.json: \"id2label\" key \"2\" is not one of the output indexes 0..1");
+  EXPECT_HAS(error_of([&] { parse_bert_config(R"({"id2label": {"0": "a", "1": "b"}, "label2id": {"a": 1, "b": 0}})", "f.json"); }),
+             "\"label2id\" {\"a\":1,\"b\":0} is not the inverse of \"id2label\" {\"0\":\"a\",\"1\":\"b\"}");
+  EXPECT_HAS(error_of([&] { parse_bert_config(R"({"num_labels": 3, "id2label": {"0": "a", "1": "b"}})", "f.json"); }),
+             "\"num_labels\" is 3 but \"id2label\"/\"label2id\" name 2 labels");
+  EXPECT_HAS(error_of([&] { parse_bert_config(R"({"id2label": {"0": "a", "1": "a"}})", "f.json"); }),
+             "id2label names 'a' twice");
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // the atomic text writer and the tokenizer files
 

@@ -12,13 +12,16 @@ namespace bertrain {
 /// config.json and google-research/bert bert_config.json: every BertConfig key is optional and keeps its
 /// default when absent (so layer_norm_eps is 1e-12 for google's files, which have no such key); unknown keys
 /// are ignored (transformers' own keys such as architectures, model_type, pad_token_id, torch_dtype...).
-/// num_labels comes from "num_labels" or else from the size of "id2label", as transformers derives it.
+/// Labels as transformers writes them: "id2label" {"0": "LABEL_0", ...} (output index as a string -> name) and
+/// "label2id" {"LABEL_0": 0, ...} (its inverse) become BertConfig::id2label; either may come alone. num_labels
+/// comes from "num_labels" or else from the size of id2label / label2id, as transformers derives it.
 /// "gelu" is kept as "gelu", the exact erf form in both formats (what the released checkpoints were
 /// trained with and what transformers computes).
 /// Throws bertrain::Error naming `source` when the text is not a JSON object, and `source` plus the key when a
 /// value has the wrong type (integers for sizes; numbers for probabilities, initializer_range and
-/// layer_norm_eps; a string for hidden_act) or is out of range; then runs BertConfig::validate(), whose
-/// error is prefixed by `source`.
+/// layer_norm_eps; a string for hidden_act) or is out of range, when an id2label key is not an output index
+/// 0..n-1, when label2id is not the inverse of id2label, or num_labels differs from their size; then runs
+/// BertConfig::validate(), whose error is prefixed by `source`.
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source = "<config>");
 
 /// Reads `path` with parse_bert_config(). Throws bertrain::Error naming the file when it cannot be read.
@@ -27,7 +30,9 @@ BertConfig load_bert_config(const std::string& path);
 /// The config as transformers' save_pretrained writes it for BertForPreTraining: keys sorted, indent 2,
 /// trailing newline, with "architectures": ["BertForPreTraining"], "model_type": "bert", every BertConfig
 /// key, "pad_token_id": 0, "position_embedding_type": "absolute", "torch_dtype": "float32",
-/// "classifier_dropout": null, "use_cache": true, and id2label/label2id only when num_labels != 2.
+/// "classifier_dropout": null, "use_cache": true, and "id2label" / "label2id" ({"0": "LABEL_0", ...} /
+/// {"LABEL_0": 0, ...} with BertConfig::label_name) unless they are transformers' defaults (two labels named
+/// LABEL_0 and LABEL_1), which transformers' save_pretrained leaves out too.
 std::string bert_config_to_json(const BertConfig& config);
 
 /// Writes bert_config_to_json(config) to `path` atomically. Throws bertrain::Error on an invalid config

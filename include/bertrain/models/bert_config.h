@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bertrain {
 
@@ -25,9 +26,20 @@ struct BertConfig {
   double layer_norm_eps = 1e-12;
   /// Number of labels for BertForSequenceClassification (Hugging Face: derived from id2label).
   int64_t num_labels = 2;
+  /// Class names by output index, Hugging Face's `id2label` (its `label2id` is the inverse, so names are
+  /// distinct). Empty: transformers' default names LABEL_0 ... LABEL_{num_labels-1}. When not empty its size is
+  /// num_labels. A finetuned classifier's names tell which output means which class (CASES.md C43).
+  std::vector<std::string> id2label;
+
+  /// The name of output `i`: id2label[i], or "LABEL_<i>" when id2label is empty.
+  std::string label_name(int64_t i) const;
+  /// True when id2label holds a name other than transformers' default LABEL_<i>: the config says what its
+  /// classifier's outputs mean (a checkpoint "carries labels").
+  bool has_label_names() const;
 
   /// Throws bertrain::Error naming the field when a size is not positive, hidden_size is not divisible by
-  /// num_attention_heads, a probability is outside [0, 1), or hidden_act is unknown.
+  /// num_attention_heads, a probability is outside [0, 1), hidden_act is unknown, or id2label is not empty and
+  /// has a size other than num_labels or a repeated name.
   void validate() const;
   /// hidden_size / num_attention_heads.
   int64_t head_size() const { return hidden_size / num_attention_heads; }
