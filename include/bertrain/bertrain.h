@@ -60,8 +60,11 @@
 #include "bertrain/train/train_state.h"
 #include "bertrain/train/train_step.h"
 // tasks
+#include "bertrain/tasks/finetune_command.h"
 #include "bertrain/tasks/glue/glue.h"
 #include "bertrain/tasks/glue/metrics.h"
+#include "bertrain/tasks/glue/run_classifier.h"
 #include "bertrain/tasks/glue/writers.h"
 #include "bertrain/tasks/squad/evaluate.h"
+#include "bertrain/tasks/squad/run_squad.h"
 #include "bertrain/tasks/squad/squad.h"

@@ -5,16 +5,24 @@ bertrain_add_layer(tasks
     tasks/glue/glue.cpp
     tasks/glue/metrics.cpp
     tasks/glue/writers.cpp
+    tasks/glue/run_classifier.cpp
     tasks/squad/json.cpp
     tasks/squad/squad.cpp
     tasks/squad/predictions.cpp
     tasks/squad/evaluate.cpp
+    tasks/squad/run_squad.cpp
+    tasks/common/finetune_command.cpp
   PUBLIC_DEPS
     bertrain::core
+    bertrain::io
+    bertrain::models
+    bertrain::nn
     bertrain::text
+    bertrain::train
   PRIVATE_DEPS
     bertrain::data
-    bertrain::io
+    bertrain::ops
+    spdlog::spdlog
     PkgConfig::UTF8PROC
     nlohmann_json::nlohmann_json
 )

@@ -1,0 +1,257 @@
+// run_classifier.cpp: GLUE evaluation, prediction, checkpoint labels and the run-classifier command
+// (see run_classifier.h).
+#include "bertrain/tasks/glue/run_classifier.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "bertrain/core/error.h"
+#include "bertrain/tasks/glue/metrics.h"
+#include "bertrain/tasks/glue/writers.h"
+#include "bertrain/text/tokenizer.h"
+#include "bertrain/train/communicator.h"
+
+namespace bertrain::glue {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Eval mode (no dropout) for the duration of an evaluation; the finetuning loop's mode comes back after it.
+class EvalMode {
+ public:
+  explicit EvalMode(Module& m) : m_(m), was_training_(m.is_training()) { m.eval(); }
+  ~EvalMode() { m_.train(was_training_); }
+
+ private:
+  Module& m_;
+  bool was_training_;
+};
+
+Evaluation run_model(BertForSequenceClassification& model, const GlueProcessor& proc,
+                     std::span<const ClassifierFeatures> feats, int64_t batch, bool with_metrics) {
+  BERTRAIN_CHECK(!feats.empty(), proc.task_name(), ": no examples to ", with_metrics ? "evaluate" : "predict");
+  BERTRAIN_CHECK(batch >= 1, proc.task_name(), ": batch size must be >= 1, got ", batch);
+  if (with_metrics)
+    for (size_t i = 0; i < feats.size(); ++i)
+      BERTRAIN_CHECK(feats[i].has_label, proc.task_name(), ": example ", i, " has no label to evaluate against");
+  NoGradGuard ng;
+  EvalMode eval_mode(model);
+  Evaluation out;
+  const bool reg = proc.is_regression();
+  const int c = proc.num_labels();
+  std::vector<int32_t> label_ids;
+  std::vector<double> pred_vals, label_vals;
+  double loss_sum = 0;
+  for (int64_t b = 0; b < static_cast<int64_t>(feats.size()); b += batch) {
+    const int64_t e = std::min<int64_t>(b + batch, feats.size());
+    ClassifierBatch cb = make_classifier_batch(feats, b, e, reg);
+    Variable logits = model.forward(BertInputs{cb.input_ids, cb.segment_ids, cb.input_mask, 0, 0});
+    const Tensor& lv = logits.value();
+    if (with_metrics) loss_sum += model.loss(logits, cb.labels, 1.0).item();
+    for (int64_t i = 0; i < e - b; ++i) {
+      if (reg) {
+        out.probabilities.push_back(static_cast<float>(lv.get(i)));
+        pred_vals.push_back(lv.get(i));
+        if (with_metrics) label_vals.push_back(cb.labels.get(i));
+        continue;
+      }
+      double mx = -INFINITY;
+      int32_t best = 0;
+      for (int j = 0; j < c; ++j)
+        if (lv.get(i * c + j) > mx) {
+          mx = lv.get(i * c + j);
+          best = j;
+        }
+      double s = 0;
+      for (int j = 0; j < c; ++j) s += std::exp(lv.get(i * c + j) - mx);
+      for (int j = 0; j < c; ++j) out.probabilities.push_back(static_cast<float>(std::exp(lv.get(i * c + j) - mx) / s));
+      out.predicted_ids.push_back(best);
+      if (with_metrics) label_ids.push_back(static_cast<int32_t>(cb.labels.get(i)));
+    }
+  }
+  if (with_metrics) {
+    out.loss = loss_sum / static_cast<double>(feats.size());
+    out.metrics = reg ? compute_glue_regression_metrics(proc.task_name(), pred_vals, label_vals)
+                      : compute_glue_metrics(proc.task_name(), out.predicted_ids, label_ids, c);
+  }
+  return out;
+}
+
+std::string lower_ascii(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s + "]";
+}
+
+std::string metrics_text(const std::map<std::string, double>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += fmt::format(" {} {:.4f}", k, v);
+  return s;
+}
+
+}  // namespace
+
+Evaluation evaluate(BertForSequenceClassification& model, const GlueProcessor& processor,
+                    std::span<const ClassifierFeatures> features, int64_t batch_size) {
+  return run_model(model, processor, features, batch_size, true);
+}
+
+Evaluation predict(BertForSequenceClassification& model, const GlueProcessor& processor,
+                   std::span<const ClassifierFeatures> features, int64_t batch_size) {
+  return run_model(model, processor, features, batch_size, false);
+}
+
+void write_test_predictions(const std::string& output_dir, const GlueProcessor& proc, const ExampleSet& set,
+                            const Evaluation& e, const std::string& results_file) {
+  const int64_t cols = proc.num_labels();
+  write_test_results((fs::path(output_dir) / results_file).string(), e.probabilities, cols);
+  const std::string submission = (fs::path(output_dir) / set.submission_file).string();
+  if (proc.is_regression()) write_glue_submission_regression(submission, set.examples, e.probabilities);
+  else write_glue_submission(submission, set.examples, e.predicted_ids, proc.labels());
+}
+
+std::vector<int64_t> match_labels_by_name(const std::vector<std::string>& task_labels,
+                                          const std::vector<std::string>& checkpoint_labels,
+                                          const std::string& task_name, const std::string& source) {
+  std::vector<int64_t> rows;
+  for (const std::string& want : task_labels) {
+    int64_t found = -1;
+    for (size_t j = 0; j < checkpoint_labels.size(); ++j)
+      if (lower_ascii(checkpoint_labels[j]) == lower_ascii(want)) found = static_cast<int64_t>(j);
+    if (found < 0 || checkpoint_labels.size() != task_labels.size()) {
+      throw Error(source + ": the checkpoint's labels " + joined(checkpoint_labels) + " do not match " + task_name +
+                  "'s labels " + joined(task_labels) +
+                  " (compared by name, ignoring case); start from a checkpoint of this task or one without labels");
+    }
+    rows.push_back(found);
+  }
+  return rows;
+}
+
+void reorder_classifier_outputs(BertForSequenceClassification& model, const std::vector<int64_t>& rows) {
+  for (const char* name : {"classifier.weight", "classifier.bias"}) {
+    Tensor p = model.parameter(name).value();
+    const int64_t c = p.size(0);
+    std::vector<int64_t> sorted = rows;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t k = 0; k < c; ++k)
+      BERTRAIN_CHECK(static_cast<int64_t>(sorted.size()) == c && sorted[k] == k, "reorder_classifier_outputs: rows ",
+                     "must be a permutation of 0..", c - 1, " (the classifier has ", c, " outputs)");
+    const Tensor old = p.clone();
+    for (int64_t k = 0; k < c; ++k) p.select(k).copy_from(old.select(rows[k]));
+  }
+}
+
+namespace {
+
+// The dev sets' evaluation of run_classifier: metrics of the first set, the second (MNLI mismatched) under
+// "_mm" keys as run_glue.py, logged and written to OUTPUT_DIR/eval_results.json.
+struct DevSets {
+  std::vector<ExampleSet> sets;
+  std::vector<std::vector<ClassifierFeatures>> features;
+
+  std::map<std::string, double> evaluate(BertForSequenceClassification& model, const GlueProcessor& proc,
+                                         const RunClassifierOptions& o, int64_t step) const {
+    std::map<std::string, double> all;
+    double loss0 = 0;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      const Evaluation e = glue::evaluate(model, proc, features[i], o.eval_batch_size);
+      const std::string suffix = i == 0 ? "" : "_mm";
+      for (const auto& [k, v] : e.metrics) all[k + suffix] = v;
+      if (i == 0) loss0 = e.loss;
+      else all["loss_mm"] = e.loss;
+      spdlog::info("eval {} ({} examples) at step {}: loss {:.4f}{}", sets[i].name, features[i].size(), step, e.loss,
+                   metrics_text(e.metrics));
+    }
+    write_eval_results((fs::path(o.finetune.output_dir) / "eval_results.json").string(), all, loss0, step);
+    all["loss"] = loss0;
+    return all;
+  }
+};
+
+}  // namespace
+
+RunClassifierResult run_classifier(const RunClassifierOptions& o) {
+  BERTRAIN_CHECK(o.do_train || o.do_eval || o.do_predict, "at least one of --do_train, --do_eval, --do_predict is required");
+  tasks::set_bf16(o.bf16);
+  const auto proc = make_glue_processor(o.task_name, o.generic);
+  const text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.do_lower_case);
+  BertConfig cfg = tasks::finetune_model_config(o);
+  // C43: a checkpoint that names its outputs is matched to the task's labels by name before anything is loaded.
+  std::vector<int64_t> rows;
+  if (cfg.has_label_names() && !proc->is_regression()) {
+    const std::string source = o.init_checkpoint.empty() ? o.bert_config_file : o.init_checkpoint;
+    rows = match_labels_by_name(proc->labels(), cfg.id2label, proc->task_name(), source);
+    if (std::is_sorted(rows.begin(), rows.end()))
+      spdlog::info("{}: its labels {} are {}'s, in the task's order", source, joined(cfg.id2label), proc->task_name());
+    else
+      spdlog::info("{}: its labels {} matched {}'s {} by name: the checkpoint's order is used (its classifier outputs "
+                   "are reordered into the task's order, in which test_results.tsv and new checkpoints are written)",
+                   source, joined(cfg.id2label), proc->task_name(), joined(proc->labels()));
+  }
+  cfg.num_labels = proc->num_labels();
+  cfg.id2label = proc->is_regression() ? std::vector<std::string>{} : proc->labels();
+  tasks::check_finetune_inputs(o, cfg, tok);
+  Rng init(o.finetune.seed, 0x1417);
+  BertForSequenceClassification model(cfg, init);
+  tasks::load_init_checkpoint(o.init_checkpoint, model);
+  if (!std::is_sorted(rows.begin(), rows.end())) reorder_classifier_outputs(model, rows);
+  fs::create_directories(o.finetune.output_dir);
+
+  DevSets dev;
+  if (o.do_eval || o.do_train)
+    for (ExampleSet& s : proc->get_dev_sets(o.data_dir)) {
+      dev.features.push_back(convert_examples_to_features(s.examples, *proc, o.max_seq_length, tok));
+      dev.sets.push_back(std::move(s));
+    }
+  RunClassifierResult result;
+  if (o.do_train) {
+    const ExampleSet train = proc->get_train_set(o.data_dir);
+    const std::vector<ClassifierFeatures> feats =
+        convert_examples_to_features(train.examples, *proc, o.max_seq_length, tok);
+    spdlog::info("{}: {} training examples, {} dev examples", proc->task_name(), feats.size(),
+                 dev.features.empty() ? 0 : dev.features[0].size());
+    FinetuneTask t;
+    t.num_train_examples = static_cast<int64_t>(feats.size());
+    t.loss = [&](const std::vector<int64_t>& rows_, int64_t first) {
+      ClassifierBatch cb = make_classifier_batch(feats, rows_, proc->is_regression());
+      Variable logits = model.forward(BertInputs{cb.input_ids, cb.segment_ids, cb.input_mask, first, o.finetune.seed});
+      return model.loss(logits, cb.labels);
+    };
+    t.evaluate = [&](int64_t step) { return dev.evaluate(model, *proc, o, step); };
+    t.primary_metric = glue_primary_metric(proc->task_name(), proc->is_regression());
+    t.write_extra_files = tasks::tokenizer_files_writer(o, cfg);
+    result.training = run_finetuning(model, cfg, o.finetune, t);
+    result.eval_metrics = result.training.last_metrics;
+    if (result.training.exit_code != 0) {
+      result.exit_code = result.training.exit_code;
+      return result;
+    }
+    spdlog::info("done: {} steps; best {} = {:.4f} at step {}", result.training.global_step, t.primary_metric,
+                 result.training.best_metric, result.training.best_step);
+  } else if (o.do_eval && world()->rank() == 0) {
+    result.eval_metrics = dev.evaluate(model, *proc, o, 0);
+  }
+  if (world()->rank() != 0 || !o.do_predict) return result;  // under mpirun rank 0 alone writes predictions
+  const std::vector<std::string> submissions = proc->submission_file_names();
+  for (size_t i = 0; i < submissions.size(); ++i) {
+    const ExampleSet s = proc->get_test_set(o.data_dir, i);
+    const auto feats = convert_examples_to_features(s.examples, *proc, o.max_seq_length, tok);
+    const std::string results = i == 0 ? "test_results.tsv" : "test_results_" + s.name + ".tsv";
+    write_test_predictions(o.finetune.output_dir, *proc, s, predict(model, *proc, feats, o.predict_batch_size), results);
+    spdlog::info("predictions for {} ({} examples) -> {}, {}", s.name, s.examples.size(), results, s.submission_file);
+  }
+  return result;
+}
+
+}  // namespace bertrain::glue
