@@ -50,14 +50,7 @@ std::pair<BertInputs, PretrainingTargets> synthetic_batch(int64_t b, int64_t t, 
 }
 
 int run(const std::string& config, const std::vector<std::string>& extras, double price, int micro_steps) {
-  std::vector<std::pair<std::string, std::string>> ov;
-  for (const std::string& a : extras) {
-    const size_t eq = a.find('=');
-    BERTRAIN_CHECK(a.rfind("--", 0) == 0 && eq != std::string::npos, "estimate: unexpected argument '", a,
-                   "' (overrides look like --key=value)");
-    ov.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
-  }
-  PretrainRecipe r = load_pretrain_recipe(config, ov);
+  PretrainRecipe r = load_pretrain_recipe(config, parse_flag_overrides(extras, "estimate"));
   MatmulPrecisionGuard precision(r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   BertConfig cfg = load_bert_config(r.bert_config_file);
   Rng rng(r.seed, 0x1417);
@@ -109,6 +102,8 @@ Registrar reg{{"estimate", "time a few steps of each phase of a recipe and proje
                  sub.add_option("--price_per_hour", *price, "machine price per hour, for the cost line");
                  sub.add_option("--micro_steps", *steps, "timed micro-batches per phase")->check(CLI::PositiveNumber);
                  sub.allow_extras();
+                 sub.footer("Other flags override recipe keys as in pretrain: --key=value, --key value, or a bare "
+                            "--flag (true); --phases.N.key for phase N.");
                  return std::function<int()>([&sub, config, price, steps] {
                    return run(*config, sub.remaining(), *price, *steps);
                  });

@@ -10,26 +10,6 @@
 namespace bertrain::cli {
 namespace {
 
-/// Turns the extra arguments (`--key=value`, `--key value`, or a bare `--flag` meaning true) into pairs.
-std::vector<std::pair<std::string, std::string>> parse_overrides(const std::vector<std::string>& args) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    BERTRAIN_CHECK(a.rfind("--", 0) == 0 && a.size() > 2, "pretrain: unexpected argument '", a,
-                   "' (flags look like --key=value)");
-    const size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      out.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
-    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
-      out.emplace_back(a.substr(2), args[i + 1]);
-      ++i;
-    } else {
-      out.emplace_back(a.substr(2), "true");
-    }
-  }
-  return out;
-}
-
 Registrar reg{{"pretrain",
                "pretrain BERT (masked LM + next sentence) from a recipe; any recipe key can be overridden with "
                "--key=value, --phases.N.key=value for phase N",
@@ -48,14 +28,15 @@ Registrar reg{{"pretrain",
                      ->check(CLI::PositiveNumber);
                  sub.allow_extras();
                  sub.footer(
-                     "Other flags override recipe keys, e.g. --learning_rate=1e-3 (every phase), "
+                     "Other flags override recipe keys (--key=value, --key value, or a bare --flag for true), e.g. "
+                     "--learning_rate=1e-3 (every phase), "
                      "--phases.2.learning_rate=4e-3, --optimizer.name=adamw, --output_dir=DIR. google-research/bert "
                      "run_pretraining.py flags work without a recipe: --bert_config_file --input_file --output_dir "
                      "--init_checkpoint --train_batch_size --max_seq_length --max_predictions_per_seq "
                      "--num_train_steps --num_warmup_steps --learning_rate --save_checkpoints_steps --do_train "
                      "--do_eval (with --eval_dir).");
                  return std::function<int()>([&sub, config, resume, phase, no_progress, bucket_mb] {
-                   PretrainRecipe r = load_pretrain_recipe(*config, parse_overrides(sub.remaining()));
+                   PretrainRecipe r = load_pretrain_recipe(*config, parse_flag_overrides(sub.remaining(), "pretrain"));
                    r.validate();
                    PretrainOptions o;
                    o.resume = *resume;

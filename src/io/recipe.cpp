@@ -418,4 +418,24 @@ PretrainRecipe pretrain_recipe_from_json(const std::string& text, const std::str
   }
 }
 
+std::vector<std::pair<std::string, std::string>> parse_flag_overrides(const std::vector<std::string>& args,
+                                                                      const std::string& command) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    BERTRAIN_CHECK(a.rfind("--", 0) == 0 && a.size() > 2 && a[2] != '=', command, ": unexpected argument '", a,
+                   "' (flags look like --key=value, --key value or --flag)");
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      out.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+      out.emplace_back(a.substr(2), args[i + 1]);
+      ++i;
+    } else {
+      out.emplace_back(a.substr(2), "true");
+    }
+  }
+  return out;
+}
+
 }  // namespace bertrain

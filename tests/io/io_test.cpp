@@ -15,6 +15,7 @@
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
+#include "bertrain/io/recipe.h"
 #include "bertrain/io/safetensors.h"
 #include "bertrain/io/tokenizer_files.h"
 #include "bertrain/models/bert.h"
@@ -477,6 +478,19 @@ TEST(Config, LabelsAsTransformersWritesThem) {
              "\"num_labels\" is 3 but \"id2label\"/\"label2id\" name 2 labels");
   EXPECT_HAS(error_of([&] { parse_bert_config(R"({"id2label": {"0": "a", "1": "a"}})", "f.json"); }),
              "id2label names 'a' twice");
+}
+
+// One grammar for the flag overrides of `pretrain` and `estimate`.
+TEST(Recipe, FlagOverridesGrammar) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(parse_flag_overrides({"--bf16", "--learning_rate", "1e-3", "--phases.2.input_dir=D", "--x=", "--do_eval"},
+                                 "pretrain"),
+            (Pairs{{"bf16", "true"}, {"learning_rate", "1e-3"}, {"phases.2.input_dir", "D"}, {"x", ""}, {"do_eval", "true"}}));
+  EXPECT_EQ(parse_flag_overrides({"--seed", "-3", "--a=b=c"}, "estimate"), (Pairs{{"seed", "-3"}, {"a", "b=c"}}));
+  EXPECT_TRUE(parse_flag_overrides({}, "estimate").empty());
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{{"lr=1"}, {"--"}, {"--=1"}, {"-x"}})
+    EXPECT_HAS(error_of([&] { parse_flag_overrides(bad, "estimate"); }),
+               "estimate: unexpected argument '" + bad[0] + "' (flags look like --key=value, --key value or --flag)");
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -90,6 +90,15 @@ struct PretrainRecipe {
 /// Throws bertrain::Error naming the file and key on unknown keys, wrong types or bad values.
 PretrainRecipe load_pretrain_recipe(const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides);
 
+/// The flag overrides of `bertrain pretrain` and `bertrain estimate` (the arguments after the command's own
+/// flags) as (key, value) pairs for load_pretrain_recipe, in one grammar: `--key=value`; `--key value` when the
+/// next argument does not start with "--"; a bare `--flag` (last, or followed by another `--...`) means "true".
+/// `--bf16 --learning_rate 1e-3 --phases.2.input_dir=D` -> (bf16, true), (learning_rate, 1e-3),
+/// (phases.2.input_dir, D). Values are kept as text (load_pretrain_recipe parses them).
+/// Throws bertrain::Error naming `command` and the argument when one does not start with "--" or is "--" alone.
+std::vector<std::pair<std::string, std::string>> parse_flag_overrides(const std::vector<std::string>& args,
+                                                                      const std::string& command);
+
 /// The recipe as JSON text (the fully resolved configuration every run writes next to its checkpoints). The
 /// optimizer section holds the options of the optimizer the recipe names.
 std::string pretrain_recipe_to_json(const PretrainRecipe& r);
