@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "bertrain/core/error.h"
+#include "bertrain/data/synthetic.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/models/bert.h"
@@ -19,34 +20,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-/// A batch of B sequences of length T (the last quarter of each padded) with P masked slots (15% real).
-std::pair<BertInputs, PretrainingTargets> synthetic_batch(int64_t b, int64_t t, int64_t p, int64_t vocab, Rng& rng) {
-  BertInputs in;
-  PretrainingTargets tg;
-  in.input_ids = Tensor::zeros({b, t}, DType::i32);
-  in.token_type_ids = Tensor::zeros({b, t}, DType::i32);
-  in.attention_mask = Tensor::zeros({b, t}, DType::i32);
-  tg.masked_lm_positions = Tensor::zeros({b, p}, DType::i32);
-  tg.masked_lm_ids = Tensor::zeros({b, p}, DType::i32);
-  tg.masked_lm_weights = Tensor::zeros({b, p});
-  tg.next_sentence_labels = Tensor::zeros({b}, DType::i32);
-  const int64_t len = t - t / 4;
-  const int64_t real = std::min<int64_t>(p, std::max<int64_t>(1, len * 15 / 100));
-  for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 0; j < len; ++j) {
-      in.input_ids.data<int32_t>()[i * t + j] = static_cast<int32_t>(1000 + rng.randint(vocab - 1000));
-      in.attention_mask.data<int32_t>()[i * t + j] = 1;
-      in.token_type_ids.data<int32_t>()[i * t + j] = j >= len / 2;
-    }
-    for (int64_t k = 0; k < real; ++k) {
-      tg.masked_lm_positions.data<int32_t>()[i * p + k] = static_cast<int32_t>(1 + k * (len - 2) / real);
-      tg.masked_lm_ids.data<int32_t>()[i * p + k] = static_cast<int32_t>(1000 + rng.randint(vocab - 1000));
-      tg.masked_lm_weights.data<float>()[i * p + k] = 1.f;
-    }
-  }
-  return {in, tg};
 }
 
 int run(const std::string& config, const std::vector<std::string>& extras, double price, int micro_steps) {
@@ -64,7 +37,10 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
   for (size_t i = 0; i < r.phases.size(); ++i) {
     const PhaseRecipe& p = r.phases[i];
     const int64_t a = p.train_batch_size / p.micro_batch_size;
-    auto [in, tg] = synthetic_batch(p.micro_batch_size, p.max_seq_length, p.max_predictions_per_seq, cfg.vocab_size, rng);
+    const data::PretrainingBatch b =
+        data::synthetic_pretraining_batch(p.micro_batch_size, p.max_seq_length, p.max_predictions_per_seq, cfg.vocab_size, rng);
+    const BertInputs in{b.input_ids, b.token_type_ids, b.attention_mask, 0, 0};
+    PretrainingTargets tg{b.masked_lm_positions, b.masked_lm_ids, b.masked_lm_weights, b.next_sentence_labels};
     tg.mlm_normalizer = 1.0;
     model.forward(in, tg).loss.backward();  // warm-up: primitive creation, allocator cache
     auto t0 = std::chrono::steady_clock::now();

@@ -22,6 +22,7 @@
 // models
 #include "bertrain/models/bert.h"
 #include "bertrain/models/bert_config.h"
+#include "bertrain/models/flops.h"
 // optim
 #include "bertrain/optim/adamw.h"
 #include "bertrain/optim/clip.h"
@@ -41,6 +42,7 @@
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/loader.h"
 #include "bertrain/data/pretraining.h"
+#include "bertrain/data/synthetic.h"
 // io
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"

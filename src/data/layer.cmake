@@ -7,6 +7,7 @@ bertrain_add_layer(data
     data/pretraining.cpp
     data/hdf5_shard.cpp
     data/loader.cpp
+    data/synthetic.cpp
   PUBLIC_DEPS
     bertrain::core
   PRIVATE_DEPS

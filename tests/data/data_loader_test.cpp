@@ -2,12 +2,16 @@
 // equivalence, loss weights (CASES.md C10), dynamic masking keyed by (seed, epoch, sample).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "bertrain/core/error.h"
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/loader.h"
+#include "bertrain/data/synthetic.h"
 
 using namespace bertrain;
 using namespace bertrain::data;
@@ -269,4 +273,37 @@ TEST(Loader, DynamicMaskingIsKeyedBySampleAndEpochNotByBatching) {
     }
   ASSERT_GT(both, 10);
   EXPECT_GT(differ, both / 2);
+}
+
+// The synthetic batches of `estimate` and `bench train`: create_pretraining_data's shapes and statistics.
+TEST(SyntheticBatch, ShapedLikePretrainingInstances) {
+  Rng rng(1, 1);
+  const int64_t B = 16, T = 64, P = 10;
+  const PretrainingBatch b = synthetic_pretraining_batch(B, T, P, 30522, rng);
+  EXPECT_EQ(b.input_ids.shape(), Shape({B, T}));
+  EXPECT_EQ(b.masked_lm_positions.shape(), Shape({B, P}));
+  EXPECT_EQ(b.next_sentence_labels.shape(), Shape({B}));
+  for (int64_t i = 0; i < B; ++i) {
+    int64_t len = 0, seps = 0, masked = 0;
+    for (int64_t j = 0; j < T; ++j) {
+      len += static_cast<int64_t>(b.attention_mask.get(i * T + j));
+      seps += b.input_ids.get(i * T + j) == 102;
+    }
+    EXPECT_GE(len, 3 * T / 4);
+    EXPECT_EQ(b.input_ids.get(i * T), 101);
+    EXPECT_EQ(b.input_ids.get(i * T + len - 1), 102);
+    EXPECT_EQ(seps, 2);
+    for (int64_t k = 0; k < P; ++k) {
+      if (b.masked_lm_weights.get(i * P + k) == 0) continue;
+      ++masked;
+      const int64_t pos = static_cast<int64_t>(b.masked_lm_positions.get(i * P + k));
+      EXPECT_EQ(b.input_ids.get(i * T + pos), 103);
+      EXPECT_GE(b.masked_lm_ids.get(i * P + k), 1000);
+    }
+    EXPECT_EQ(masked, std::clamp<int64_t>(std::llround(0.15 * static_cast<double>(len)), 1, P));
+  }
+  Rng again(1, 1);
+  EXPECT_EQ(synthetic_pretraining_batch(B, T, P, 30522, again).input_ids.to_vector(), b.input_ids.to_vector());
+  EXPECT_THROW(synthetic_pretraining_batch(B, 4, P, 30522, again), Error);
+  EXPECT_THROW(synthetic_pretraining_batch(B, T, P, 999, again), Error);
 }

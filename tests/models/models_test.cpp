@@ -7,6 +7,7 @@
 
 #include "bertrain/core/allocator.h"
 #include "bertrain/models/bert.h"
+#include "bertrain/models/flops.h"
 #include "test_util.h"
 
 using namespace bertrain;
@@ -271,4 +272,19 @@ TEST(Bert, MaskedLmAccuracyUsesTheFirstMaximum) {
   PretrainingOutput o = m.forward(x.in, x.tg);
   EXPECT_GT(want, 0);
   EXPECT_EQ(o.mlm_correct, want);
+}
+
+// The model-FLOP count of `bench train` (and scripts/bench_torch.py): bert-tiny at B 32, T 128, P 20, term by term.
+TEST(Flops, PretrainingStepByFormula) {
+  BertConfig c;
+  c.hidden_size = 128;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 512;
+  const BertStepFlops f = bert_pretraining_flops(c, 32, 128, 20);
+  EXPECT_EQ(f.dense, 6.0 * 32 * 128 * 2 * (4.0 * 128 * 128 + 2.0 * 128 * 512));
+  EXPECT_EQ(f.attention, 12.0 * 32 * 2 * 128 * 128 * 64 * 2);
+  EXPECT_EQ(f.mlm_head, 6.0 * 32 * 20 * (128.0 * 128 + 128.0 * 30522));
+  EXPECT_EQ(f.pooler_nsp, 6.0 * 32 * (128.0 * 128 + 2 * 128));
+  EXPECT_EQ(f.total(), 26342572032.0);
 }

@@ -1,6 +1,7 @@
 // cmd_bench_train.cpp: `bertrain bench train`: full BertForPreTraining training steps (forward, backward,
-// global-norm clipping, LAMB step, zero_grad) on synthetic batches, reported as sequences/s, tokens/s, model
-// GFLOP/s and MFU against the FMA peak measured in the same run, plus peak RSS and the allocator's peak.
+// global-norm clipping, LAMB step, zero_grad) on synthetic batches (data::synthetic_pretraining_batch), reported
+// as sequences/s, tokens/s, model GFLOP/s (bert_pretraining_flops) and MFU against the FMA peak measured in the
+// same run, plus peak RSS and the allocator's peak.
 // --bf16: the same steps with bf16 matmuls (MatmulPrecision::bf16); MFU then uses the measured bf16
 // dot-product peak (VDPBF16PS), and the JSON also gives the MFU against the fp32 peak.
 #include <sys/resource.h>
@@ -22,8 +23,10 @@
 #include "bertrain/core/error.h"
 #include "bertrain/core/rng.h"
 #include "bertrain/core/threads.h"
+#include "bertrain/data/synthetic.h"
 #include "bertrain/io/config.h"
 #include "bertrain/models/bert.h"
+#include "bertrain/models/flops.h"
 #include "bertrain/optim/clip.h"
 #include "bertrain/optim/lamb.h"
 #include "bertrain/ops/ops.h"
@@ -77,88 +80,10 @@ BertConfig model_config(const std::string& name) {
   throw Error("bench train: unknown model '" + name + "': expected tiny, mini, small, base or a config .json path");
 }
 
-/// Model FLOPs of one training step (forward + backward), counting 2 flops per multiply-add of every matmul
-/// and nothing else. Backward costs twice the forward (input and weight gradients), hence the factor 6 =
-/// 3 x 2 on weight matmuls and 3 x 2 on the two attention matmuls:
-///   encoder dense layers: 6 * B*T * L * (4*H*H + 2*H*I)       (Q, K, V, attention output; intermediate, output)
-///   attention matmuls:    3 * 2 * 2 * B * NH * T^2 * HS * L   (scores Q K^T and context P V, fwd + bwd)
-///   masked-LM head:       6 * B*P * (H*H + H*V)               (transform dense and tied decoder, masked rows only)
-///   pooler + NSP:         6 * B * (H*H + 2*H)
-/// Padded positions are counted (the step computes them); P is the number of prediction slots, padded ones
-/// included (they are computed too). Not counted: embeddings (gathers), biases, layer norm, softmax, GELU,
-/// dropout, the losses, clipping and the optimizer (all O(tokens x H) or O(parameters), under 1% at these
-/// sizes). This is the usual "6 x parameters x tokens" model-FLOPs count (Kaplan et al. 2020, PaLM's MFU) with
-/// the attention term and the masked-only decoder made explicit.
-struct FlopCount {
-  double dense = 0, attention = 0, mlm_head = 0, pooler_nsp = 0;
-  double total() const { return dense + attention + mlm_head + pooler_nsp; }
-};
-
-FlopCount training_flops(const BertConfig& c, int64_t B, int64_t T, int64_t P) {
-  const double b = static_cast<double>(B), t = static_cast<double>(T), p = static_cast<double>(P);
-  const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
-  const double L = static_cast<double>(c.num_hidden_layers), NH = static_cast<double>(c.num_attention_heads);
-  const double HS = static_cast<double>(c.head_size()), V = static_cast<double>(c.vocab_size);
-  FlopCount f;
-  f.dense = 6.0 * b * t * L * (4.0 * H * H + 2.0 * H * I);
-  f.attention = 3.0 * 2.0 * 2.0 * b * NH * t * t * HS * L;
-  f.mlm_head = 6.0 * b * p * (H * H + H * V);
-  f.pooler_nsp = 6.0 * b * (H * H + 2.0 * H);
-  return f;
-}
-
 struct Batch {
   BertInputs in;
   PretrainingTargets targets;
 };
-
-/// A synthetic pretraining batch shaped like create_pretraining_data's output: [CLS] A [SEP] B [SEP] with
-/// random word-piece ids, a length drawn uniformly from [3T/4, T] followed by a padded tail (id 0, mask 0),
-/// segment ids 0 then 1, 15% of the real tokens (at most P, at least 1) masked at distinct random positions
-/// other than [CLS] and [SEP], prediction slots beyond them padded with weight 0, random next-sentence labels.
-Batch synthetic_batch(const BertConfig& c, int64_t B, int64_t T, int64_t P, Rng& rng) {
-  std::vector<int32_t> ids(B * T, 0), seg(B * T, 0), mask(B * T, 0), pos(B * P, 0), lm_ids(B * P, 0), nsp(B);
-  std::vector<float> w(B * P, 0.0f);
-  const int32_t cls = 101, sep = 102, first_word = 1000;  // bert-base-uncased vocab: [CLS] 101, [SEP] 102
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = T - static_cast<int64_t>(rng.randint(static_cast<uint64_t>(T / 4 + 1)));
-    const int64_t split = 2 + static_cast<int64_t>(rng.randint(static_cast<uint64_t>(len - 4)));  // first [SEP]
-    int32_t* row = &ids[b * T];
-    for (int64_t i = 0; i < len; ++i) {
-      row[i] = first_word + static_cast<int32_t>(rng.randint(static_cast<uint64_t>(c.vocab_size - first_word)));
-      mask[b * T + i] = 1;
-      seg[b * T + i] = i > split ? 1 : 0;
-    }
-    row[0] = cls;
-    row[split] = sep;
-    row[len - 1] = sep;
-    std::vector<int64_t> cand;
-    for (int64_t i = 1; i < len - 1; ++i)
-      if (i != split) cand.push_back(i);
-    const int64_t n = std::clamp<int64_t>(std::llround(0.15 * static_cast<double>(len)), 1, P);
-    for (int64_t k = 0; k < n; ++k) {  // partial Fisher-Yates: n distinct positions
-      const int64_t j = k + static_cast<int64_t>(rng.randint(static_cast<uint64_t>(cand.size() - k)));
-      std::swap(cand[k], cand[j]);
-    }
-    std::sort(cand.begin(), cand.begin() + n);
-    for (int64_t k = 0; k < n; ++k) {
-      pos[b * P + k] = static_cast<int32_t>(cand[k]);
-      lm_ids[b * P + k] = row[cand[k]];
-      w[b * P + k] = 1.0f;
-      row[cand[k]] = 103;  // [MASK]
-    }
-    nsp[b] = static_cast<int32_t>(rng.randint(2));
-  }
-  Batch batch;
-  batch.in.input_ids = Tensor::from_data(ids.data(), {B, T});
-  batch.in.token_type_ids = Tensor::from_data(seg.data(), {B, T});
-  batch.in.attention_mask = Tensor::from_data(mask.data(), {B, T});
-  batch.targets.masked_lm_positions = Tensor::from_data(pos.data(), {B, P});
-  batch.targets.masked_lm_ids = Tensor::from_data(lm_ids.data(), {B, P});
-  batch.targets.masked_lm_weights = Tensor::from_data(w.data(), {B, P});
-  batch.targets.next_sentence_labels = Tensor::from_data(nsp.data(), {B});
-  return batch;
-}
 
 /// CPU time of the whole process (all threads), in seconds.
 double process_cpu_seconds() {
@@ -177,7 +102,7 @@ struct Result {
   std::string model;
   int64_t T = 0, B = 0, P = 0;
   double params = 0;
-  FlopCount flops;
+  BertStepFlops flops;
   double step_median = 0, step_mean = 0, step_min = 0, step_max = 0;
   double forward_median = 0, backward_median = 0, optimizer_median = 0;  // the parts of a step, each a median
   double cpu_median = 0;  // process CPU seconds per step (all threads): robust to other jobs with --num_threads 1
@@ -191,7 +116,7 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   r.T = T;
   r.B = f.batch_size > 0 ? f.batch_size : std::max<int64_t>(1, 4096 / T);
   r.P = f.max_predictions_per_seq > 0 ? f.max_predictions_per_seq : std::max<int64_t>(1, 20 * T / 128);
-  r.flops = training_flops(c, r.B, r.T, r.P);
+  r.flops = bert_pretraining_flops(c, r.B, r.T, r.P);
 
   Rng init_rng(f.seed);
   BertForPreTraining model(c, init_rng);
@@ -202,7 +127,12 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
 
   Rng data_rng(f.seed, 1);
   std::vector<Batch> batches;  // a few distinct batches, cycled
-  for (int i = 0; i < 4; ++i) batches.push_back(synthetic_batch(c, r.B, r.T, r.P, data_rng));
+  for (int i = 0; i < 4; ++i) {
+    const data::PretrainingBatch b = data::synthetic_pretraining_batch(r.B, r.T, r.P, c.vocab_size, data_rng);
+    batches.push_back({BertInputs{b.input_ids, b.token_type_ids, b.attention_mask, 0, 0},
+                       PretrainingTargets{b.masked_lm_positions, b.masked_lm_ids, b.masked_lm_weights,
+                                          b.next_sentence_labels}});
+  }
 
   CachingAllocator::instance().reset_peak();
   std::vector<double> times, fwd, bwd, optim, cpu;

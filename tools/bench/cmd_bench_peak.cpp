@@ -1,4 +1,4 @@
-// bench_peak.cpp: the cores' fp32 FMA peak measured with a register-only fused multiply-add loop on every
+// cmd_bench_peak.cpp: the cores' fp32 FMA peak measured with a register-only fused multiply-add loop on every
 // OpenMP thread, and `bertrain bench peak`, which prints it (the denominator of MFU in `bench train`).
 #include <immintrin.h>
 #include <omp.h>
