@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
@@ -15,36 +16,42 @@ namespace {
 int run_inspect(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  std::cout << "checkpoint: " << path << "\n";
+  std::ostringstream out;  // printed whole at the end: a bad checkpoint leaves stdout empty
+  out << "checkpoint: " << path << "\n";
   if (fs::is_directory(path, ec)) {
     fs::path cfg = fs::path(path) / kConfigFileName;
     if (fs::exists(cfg, ec)) {
       BertConfig c = load_bert_config(cfg.string());
-      std::cout << "config: " << cfg.string() << "\n"
-                << "  vocab_size: " << c.vocab_size << "\n"
-                << "  hidden_size: " << c.hidden_size << "\n"
-                << "  num_hidden_layers: " << c.num_hidden_layers << "\n"
-                << "  num_attention_heads: " << c.num_attention_heads << "\n"
-                << "  intermediate_size: " << c.intermediate_size << "\n"
-                << "  hidden_act: " << c.hidden_act << "\n"
-                << "  hidden_dropout_prob: " << c.hidden_dropout_prob << "\n"
-                << "  attention_probs_dropout_prob: " << c.attention_probs_dropout_prob << "\n"
-                << "  max_position_embeddings: " << c.max_position_embeddings << "\n"
-                << "  type_vocab_size: " << c.type_vocab_size << "\n"
-                << "  initializer_range: " << c.initializer_range << "\n"
-                << "  layer_norm_eps: " << c.layer_norm_eps << "\n"
-                << "  num_labels: " << c.num_labels << "\n";
+      out << "config: " << cfg.string() << "\n"
+          << "  vocab_size: " << c.vocab_size << "\n"
+          << "  hidden_size: " << c.hidden_size << "\n"
+          << "  num_hidden_layers: " << c.num_hidden_layers << "\n"
+          << "  num_attention_heads: " << c.num_attention_heads << "\n"
+          << "  intermediate_size: " << c.intermediate_size << "\n"
+          << "  hidden_act: " << c.hidden_act << "\n"
+          << "  hidden_dropout_prob: " << c.hidden_dropout_prob << "\n"
+          << "  attention_probs_dropout_prob: " << c.attention_probs_dropout_prob << "\n"
+          << "  max_position_embeddings: " << c.max_position_embeddings << "\n"
+          << "  type_vocab_size: " << c.type_vocab_size << "\n"
+          << "  initializer_range: " << c.initializer_range << "\n"
+          << "  layer_norm_eps: " << c.layer_norm_eps << "\n"
+          << "  num_labels: " << c.num_labels << "\n";
+      if (c.has_label_names()) {
+        out << "  id2label:";
+        for (int64_t i = 0; i < c.num_labels; ++i) out << " " << i << "=" << c.label_name(i);
+        out << "\n";
+      }
     } else {
-      std::cout << "config: none (no " << kConfigFileName << ")\n";
+      out << "config: none (no " << kConfigFileName << ")\n";
     }
   }
   const std::string weights = resolve_weights_file(path);
   SafetensorsFile f = SafetensorsFile::open(weights);
-  std::cout << "weights: " << weights << "\n";
-  std::cout << "metadata:";
-  if (f.metadata().empty()) std::cout << " none";
-  for (const auto& [k, v] : f.metadata()) std::cout << " " << k << "=" << v;
-  std::cout << "\n";
+  out << "weights: " << weights << "\n";
+  out << "metadata:";
+  if (f.metadata().empty()) out << " none";
+  for (const auto& [k, v] : f.metadata()) out << " " << k << "=" << v;
+  out << "\n";
   const auto names = f.names();
   int64_t params = 0;
   size_t width = 4;
@@ -55,12 +62,13 @@ int run_inspect(const std::string& path) {
     if (in.dtype == "F32" || in.dtype == "F64" || in.dtype == "BF16" || in.dtype == "F16")
       params += in.shape.numel();
   }
-  std::cout << "tensors: " << names.size() << "\nparameters: " << params << "\n";
+  out << "tensors: " << names.size() << "\nparameters: " << params << "\n";
   for (const auto& n : names) {
     const SafetensorsInfo& in = f.info(n);
-    std::cout << n << std::string(width + 2 - n.size(), ' ') << in.dtype << std::string(6 - std::min<size_t>(in.dtype.size(), 5), ' ')
-              << in.shape.str() << "\n";
+    out << n << std::string(width + 2 - n.size(), ' ') << in.dtype
+        << std::string(6 - std::min<size_t>(in.dtype.size(), 5), ' ') << in.shape.str() << "\n";
   }
+  std::cout << out.str();
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // main.cpp: the `bertrain` executable. Parses the global flags, dispatches to a subcommand, and is the one
 // place that catches bertrain::Error: it logs one clear line and returns a non-zero exit code. Under mpirun
 // it sets up MPI (init_world) and, when a rank fails, ends the whole job naming that rank (never a hang).
+// stdout carries data only (tokens, tables, listings, JSON results); logs, progress and errors go to stderr.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,6 +35,9 @@ bool parse_bool_flag(const std::string& name, const std::string& v) {
 
 int main(int argc, char** argv) {
   using namespace bertrain;
+  // Every log line (the library's too: they log through the default logger) goes to stderr, so that
+  // `bertrain tokenize ... > tokens.txt` keeps errors out of the data.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("bertrain"));
   CLI::App app{"bertrain: BERT pretraining and finetuning on CPUs"};
   app.set_version_flag("--version", std::string("bertrain ") + BERTRAIN_VERSION);
   app.require_subcommand(1);

@@ -727,15 +727,16 @@ namespace {
 struct RunResult {
   int exit_code = -1;
   bool signaled = false;
-  std::string out;
+  std::string out, err;  // stdout (the listing), stderr (logs and errors)
 };
 RunResult run_cli(const std::string& args, const std::string& out_file) {
-  std::string cmd = std::string(BERTRAIN_BINARY_DIR) + "/bertrain " + args + " > " + out_file + " 2>&1";
+  std::string cmd = std::string(BERTRAIN_BINARY_DIR) + "/bertrain " + args + " > " + out_file + " 2> " + out_file + ".err";
   int st = std::system(cmd.c_str());
   RunResult r;
   r.signaled = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) >= 128);
   r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = read_bytes(out_file);
+  r.err = read_bytes(out_file + ".err");
   return r;
 }
 }  // namespace
@@ -745,9 +746,12 @@ TEST(InspectCli, PrintsConfigParameterCountAndTensors) {
   MiniBert m(1);
   BertConfig c = test::tiny_bert_config(MiniBert::V, MiniBert::H, 2, 2, MiniBert::I, MiniBert::P);
   c.hidden_act = "gelu_new";
+  c.id2label = {"negative", "positive"};
   save_model(d.file("ckpt"), m, c);
   RunResult r = run_cli("inspect " + d.file("ckpt"), d.file("out.txt"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_HAS(r.out, "id2label: 0=negative 1=positive");
   EXPECT_HAS(r.out, "hidden_act: gelu_new");
   EXPECT_HAS(r.out, "vocab_size: 11");
   EXPECT_HAS(r.out, "metadata: format=pt");
@@ -767,23 +771,24 @@ TEST(InspectCli, BadFilesExitNonZeroWithOneClearError) {
     const std::string p = d.file(std::string(b.label) + ".safetensors");
     write_bytes(p, b.bytes);
     RunResult r = run_cli("inspect " + p, d.file("out.txt"));
-    EXPECT_EQ(r.exit_code, 1) << b.label << ": " << r.out;
+    EXPECT_EQ(r.exit_code, 1) << b.label << ": " << r.err;
     EXPECT_FALSE(r.signaled) << b.label;
-    EXPECT_HAS(r.out, "[error]");
-    EXPECT_HAS(r.out, b.expect.front());
-    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << b.label << ": " << r.out;  // "checkpoint:" + error
+    EXPECT_HAS(r.err, "[error]");
+    EXPECT_HAS(r.err, b.expect.front());
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << b.label << ": " << r.err;  // the error alone
+    EXPECT_EQ(r.out, "") << b.label;  // nothing of the listing on stdout
   }
   // An invalid config in a checkpoint directory.
   fs::create_directories(d.file("ckpt"));
   write_bytes(d.file("ckpt/config.json"), R"({"hidden_size": 30, "num_attention_heads": 4})");
   save_safetensors(d.file("ckpt/model.safetensors"), {{"x", Tensor::zeros({2})}});
   RunResult r = run_cli("inspect " + d.file("ckpt"), d.file("out.txt"));
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_HAS(r.out, "hidden_size (30)");
-  EXPECT_HAS(r.out, "num_attention_heads (4)");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_HAS(r.err, "hidden_size (30)");
+  EXPECT_HAS(r.err, "num_attention_heads (4)");
   r = run_cli("inspect " + d.file("nothing_here"), d.file("out.txt"));
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_HAS(r.out, "does not exist");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_HAS(r.err, "does not exist");
 }
 
 // ---------------------------------------------------------------------------------------------------------
