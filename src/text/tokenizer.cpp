@@ -29,8 +29,10 @@ inline bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c)
 // ---------------------------------------------------------------------------------------------------------
 // BasicTokenizer
 
-BasicTokenizer::BasicTokenizer(bool do_lower_case, std::optional<bool> strip_accents)
-    : do_lower_case_(do_lower_case), strip_accents_(strip_accents.value_or(do_lower_case)) {}
+BasicTokenizer::BasicTokenizer(bool do_lower_case, std::optional<bool> strip_accents, bool tokenize_chinese_chars)
+    : do_lower_case_(do_lower_case),
+      strip_accents_(strip_accents.value_or(do_lower_case)),
+      tokenize_chinese_chars_(tokenize_chinese_chars) {}
 
 template <class Sink>
 void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
@@ -90,8 +92,9 @@ void BasicTokenizer::run(std::string_view text, Sink&& sink) const {
   };
 
   s.word.clear();
+  const uint8_t chinese = tokenize_chinese_chars_ ? unicode::kChinese : 0;
   for (const char32_t c : s.cps) {
-    const uint8_t f = unicode::flags(tab, c);
+    const uint8_t f = unicode::flags(tab, c) & static_cast<uint8_t>(~unicode::kChinese | chinese);
     if (f & (unicode::kRemove | unicode::kSpace | unicode::kChinese)) {
       if (f & unicode::kRemove) continue;  // removed characters join their neighbours, as in _clean_text
       process_word(s.word.data(), s.word.size());
@@ -242,8 +245,9 @@ std::vector<std::string> WordpieceTokenizer::tokenize(std::string_view text) con
 // ---------------------------------------------------------------------------------------------------------
 // FullTokenizer
 
-FullTokenizer::FullTokenizer(std::shared_ptr<const Vocab> vocab, bool do_lower_case, std::optional<bool> strip_accents)
-    : vocab_(std::move(vocab)), basic_(do_lower_case, strip_accents), wordpiece_(vocab_) {}
+FullTokenizer::FullTokenizer(std::shared_ptr<const Vocab> vocab, bool do_lower_case, std::optional<bool> strip_accents,
+                             bool tokenize_chinese_chars)
+    : vocab_(std::move(vocab)), basic_(do_lower_case, strip_accents, tokenize_chinese_chars), wordpiece_(vocab_) {}
 
 FullTokenizer FullTokenizer::from_vocab_file(const std::string& vocab_file, bool do_lower_case) {
   return FullTokenizer(std::make_shared<const Vocab>(Vocab::load(vocab_file)), do_lower_case);

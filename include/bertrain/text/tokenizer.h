@@ -24,7 +24,11 @@ using TokenSink = std::function<void(std::string_view token)>;
 ///    characters (space, \t, \n, \r, Zs) become token boundaries, as do the other characters Python's
 ///    `str.split()` splits on (U+2028, U+2029).
 ///  - `_tokenize_chinese_chars`: every code point in the CJK Unified Ideographs ranges of
-///    `_is_chinese_char` becomes a token of its own.
+///    `_is_chinese_char` becomes a token of its own (unless tokenize_chinese_chars is false, Hugging Face's
+///    BertTokenizer switch: then a run of CJK characters stays one word for WordPiece, CASES.md C35).
+///    Full-width forms (U+FF01-FF5E) are not CJK: they follow the punctuation rule, so ＋ ＄ ～ (Sm/Sc) stay
+///    inside a word while ％ ＃ （ (Po/Ps) are split off; nothing is NFKC-normalised; U+3000 is whitespace;
+///    U+200B (Cf) and U+FFFD are deleted.
 ///  - if do_lower_case: Python `str.lower()` of each whitespace token (full mapping: U+0130 -> i + U+0307;
 ///    Final_Sigma: Σ -> ς at the end of a word), never Turkish-locale.
 ///  - if strip_accents: `_run_strip_accents` = NFD, then drop category Mn.
@@ -34,7 +38,8 @@ class BasicTokenizer {
  public:
   /// `strip_accents` follows Hugging Face's BertTokenizer flag: unset means "same as do_lower_case" (the
   /// reference behaviour); true strips even without lowercasing; false keeps accents when lowercasing.
-  explicit BasicTokenizer(bool do_lower_case = true, std::optional<bool> strip_accents = std::nullopt);
+  explicit BasicTokenizer(bool do_lower_case = true, std::optional<bool> strip_accents = std::nullopt,
+                          bool tokenize_chinese_chars = true);
 
   /// The tokens of `text`. Throws bertrain::Error if `text` is not well-formed UTF-8 (the reference decodes
   /// with errors="ignore" and silently drops such bytes; bertrain rejects them so callers can report them).
@@ -45,6 +50,7 @@ class BasicTokenizer {
 
   bool do_lower_case() const { return do_lower_case_; }
   bool strip_accents() const { return strip_accents_; }
+  bool tokenize_chinese_chars() const { return tokenize_chinese_chars_; }
 
  private:
   friend class FullTokenizer;
@@ -53,6 +59,7 @@ class BasicTokenizer {
 
   bool do_lower_case_;
   bool strip_accents_;
+  bool tokenize_chinese_chars_;
 };
 
 /// BERT's WordpieceTokenizer: greedy longest-match-first over code points, continuation pieces prefixed
@@ -97,7 +104,7 @@ class WordpieceTokenizer {
 class FullTokenizer {
  public:
   FullTokenizer(std::shared_ptr<const Vocab> vocab, bool do_lower_case,
-                std::optional<bool> strip_accents = std::nullopt);
+                std::optional<bool> strip_accents = std::nullopt, bool tokenize_chinese_chars = true);
 
   /// Loads `vocab_file` (see Vocab::load, which says what it throws) and builds the tokenizer.
   static FullTokenizer from_vocab_file(const std::string& vocab_file, bool do_lower_case);
