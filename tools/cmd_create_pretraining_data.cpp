@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include "bertrain/core/error.h"
 #include "bertrain/core/threads.h"
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/pretraining.h"
@@ -18,7 +19,8 @@ namespace bertrain::cli {
 namespace {
 
 struct Flags {
-  std::string input_file, output_dir, vocab_file, do_lower_case = "true";
+  std::string input_file, output_dir, vocab_file, do_lower_case = "true", chinese_ref_file;
+  bool tokenize_chinese_chars = true;
   data::PretrainingOptions opt;
   int gzip_level = 4;
 };
@@ -30,7 +32,8 @@ int run(const Flags& f) {
   for (const auto& w : opt.validate()) spdlog::warn("{}", w);
   const bool lower = parse_bool_flag("do_lower_case", f.do_lower_case);
 
-  text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(f.vocab_file, lower);
+  text::FullTokenizer tok(std::make_shared<const text::Vocab>(text::Vocab::load(f.vocab_file)), lower, std::nullopt,
+                          f.tokenize_chinese_chars);
   const text::Vocab& vocab = tok.vocab();
   vocab.require_special_tokens({text::Vocab::kPad, text::Vocab::kCls, text::Vocab::kSep, text::Vocab::kMask}, "pretraining data");
   std::vector<std::string> words;
@@ -53,8 +56,16 @@ int run(const Flags& f) {
     std::fprintf(stderr, "%stokenizing %.1f / %.1f MB (%.1f MB/s)%s", tty ? "\r" : "", done / 1e6, total / 1e6,
                  done / 1e6 / std::max(s, 1e-9), tty ? "   " : "\n");
   };
-  std::vector<data::Document> docs =
-      data::read_documents(files, [&tok](std::string_view line) { return tok.encode(line); }, stats, progress);
+  data::ChineseRefOptions ref{{}, &pvocab};
+  if (!f.chinese_ref_file.empty()) ref.files = data::expand_input_globs(f.chinese_ref_file);
+  BERTRAIN_CHECK(f.chinese_ref_file.empty() || opt.do_whole_word_mask,
+                 "--chinese_ref_file groups characters for whole-word masking: give --do_whole_word_mask too");
+  std::vector<data::Document> docs = data::read_documents(
+      files, [&tok](std::string_view line) { return tok.encode(line); }, stats, progress,
+      f.chinese_ref_file.empty() ? nullptr : &ref);
+  if (opt.do_whole_word_mask && f.chinese_ref_file.empty())
+    if (const std::string w = data::chinese_whole_word_mask_warning(docs, pvocab); !w.empty()) spdlog::warn("{}", w);
+  if (!f.chinese_ref_file.empty()) spdlog::info("--chinese_ref_file: {} characters continue a word", stats.chinese_ref_marks);
   if (tty) std::fprintf(stderr, "\n");
   for (const auto& w : stats.warnings) spdlog::warn("{}", w);
   const double t_read = std::chrono::duration<double>(clock::now() - t0).count();
@@ -110,6 +121,11 @@ Registrar reg{{"create-pretraining-data",
                  app.add_option("--short_seq_prob", f->opt.short_seq_prob)->capture_default_str();
                  app.add_option("--random_seed", f->opt.random_seed)->capture_default_str();
                  app.add_flag("--do_whole_word_mask", f->opt.do_whole_word_mask, "mask whole words (all their ## pieces)");
+                 app.add_option("--chinese_ref_file", f->chinese_ref_file,
+                                "Chinese word segmentation for whole-word masking, one per input file (comma-separated): "
+                                "Hugging Face run_chinese_ref.py's format (scripts/chinese_ref.py)");
+                 app.add_option("--tokenize_chinese_chars", f->tokenize_chinese_chars,
+                                "isolate CJK characters before WordPiece (default true, as the reference)");
                  app.add_option("--num_shards", f->opt.num_shards, "output shards (instances dealt round-robin)")
                      ->capture_default_str();
                  app.add_option("--gzip_level", f->gzip_level, "HDF5 gzip level 0-9 (h5py's default 4)")

@@ -11,6 +11,7 @@ bertrain_add_layer(data
   PUBLIC_DEPS
     bertrain::core
   PRIVATE_DEPS
+    bertrain::text
     PkgConfig::HDF5
     ZLIB::ZLIB
     OpenMP::OpenMP_CXX

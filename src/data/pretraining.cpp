@@ -12,6 +12,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "bertrain/text/unicode.h"
+
 namespace bertrain::data {
 
 // ---------------------------------------------------------------------------------------------------
@@ -93,6 +95,7 @@ void PretrainingStats::merge(const PretrainingStats& o) {
   skipped_non_utf8_lines += o.skipped_non_utf8_lines;
   skipped_long_lines += o.skipped_long_lines;
   skipped_empty_files += o.skipped_empty_files;
+  chinese_ref_marks += o.chinese_ref_marks;
   warnings.insert(warnings.end(), o.warnings.begin(), o.warnings.end());
 }
 
@@ -126,30 +129,59 @@ int masked_lm_budget(size_t len, double masked_lm_prob, int max_predictions_per_
   return static_cast<int>(std::min<int64_t>(max_predictions_per_seq, n));
 }
 
-MaskedLmPredictions create_masked_lm_predictions(const std::vector<int32_t>& tokens, double masked_lm_prob,
-                                                 int max_predictions_per_seq, bool do_whole_word_mask,
-                                                 const PretrainingVocab& vocab, Rng& rng) {
+namespace {
+
+// Candidate groups as (start, count) over `members`: a flat list keeps this allocation-light.
+void candidate_groups(const std::vector<int32_t>& tokens, bool do_whole_word_mask, const PretrainingVocab& vocab,
+                      std::vector<int32_t>& members, std::vector<std::pair<int32_t, int32_t>>& groups) {
   const int32_t vsize = static_cast<int32_t>(vocab.size());
-  // Candidate groups as (start, count) over `members`: a flat list keeps this allocation-light.
-  std::vector<int32_t> members;
-  std::vector<std::pair<int32_t, int32_t>> groups;  // (offset into members, count)
   members.reserve(tokens.size());
   groups.reserve(tokens.size());
+  bool prev_candidate = false;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t t = tokens[i];
-    BERTRAIN_CHECK(t >= 0 && t < vsize, "token id ", t, " at position ", i, " outside the vocab of ", vsize);
-    if (t == vocab.cls_id() || t == vocab.sep_id() || t == vocab.pad_id()) continue;
-    // ref appends a "##" piece to the last group even across a [SEP]; kept as is.
-    if (do_whole_word_mask && !groups.empty() && vocab.is_continuation(t)) {
+    const bool marked = (tokens[i] & kWordContinuationBit) != 0;
+    const int32_t t = tokens[i] & ~kWordContinuationBit;
+    BERTRAIN_CHECK(tokens[i] >= 0 && t < vsize, "token id ", t, " at position ", i, " outside the vocab of ", vsize);
+    if (t == vocab.cls_id() || t == vocab.sep_id() || t == vocab.pad_id()) {
+      prev_candidate = false;
+      continue;
+    }
+    // ref appends a "##" piece to the last group even across a [SEP]; kept as is. A segmenter's word does not.
+    if (do_whole_word_mask && !groups.empty() && (vocab.is_continuation(t) || (marked && prev_candidate))) {
       members.push_back(static_cast<int32_t>(i));
       ++groups.back().second;
     } else {
       groups.emplace_back(static_cast<int32_t>(members.size()), 1);
       members.push_back(static_cast<int32_t>(i));
     }
+    prev_candidate = true;
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> masked_lm_candidate_groups(const std::vector<int32_t>& tokens,
+                                                             bool do_whole_word_mask, const PretrainingVocab& vocab) {
+  std::vector<int32_t> members;
+  std::vector<std::pair<int32_t, int32_t>> groups;
+  candidate_groups(tokens, do_whole_word_mask, vocab, members, groups);
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& [off, count] : groups) out.emplace_back(members.begin() + off, members.begin() + off + count);
+  return out;
+}
+
+MaskedLmPredictions create_masked_lm_predictions(const std::vector<int32_t>& raw_tokens, double masked_lm_prob,
+                                                 int max_predictions_per_seq, bool do_whole_word_mask,
+                                                 const PretrainingVocab& vocab, Rng& rng) {
+  const int32_t vsize = static_cast<int32_t>(vocab.size());
+  std::vector<int32_t> members;
+  std::vector<std::pair<int32_t, int32_t>> groups;  // (offset into members, count)
+  candidate_groups(raw_tokens, do_whole_word_mask, vocab, members, groups);
   py_shuffle(groups, rng);
 
+  // The word marks have done their work: tokens and labels are plain ids from here on.
+  std::vector<int32_t> tokens = raw_tokens;
+  for (int32_t& t : tokens) t &= ~kWordContinuationBit;
   MaskedLmPredictions out;
   out.tokens = tokens;
   const int num_to_predict = masked_lm_budget(tokens.size(), masked_lm_prob, max_predictions_per_seq);
@@ -433,8 +465,115 @@ std::vector<std::string> expand_input_globs(const std::string& patterns) {
   return files;
 }
 
+ChineseRef parse_chinese_ref(std::string_view text, const std::string& source) {
+  ChineseRef r;
+  r.path = source;
+  int64_t lineno = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++lineno;
+    // A JSON list of integers, as json.dumps writes it: "[2, 4, 6]" or "[]".
+    std::vector<int32_t> v;
+    size_t i = 0;
+    auto skip_ws = [&] {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    };
+    skip_ws();
+    BERTRAIN_CHECK(i < line.size() && line[i] == '[', source, ":", lineno, ": expected a JSON list of token positions ",
+                   "such as [2, 4], got '", line.substr(0, 40), "'");
+    ++i;
+    skip_ws();
+    bool closed = false;
+    while (i < line.size()) {
+      if (line[i] == ']' && v.empty()) {
+        closed = true;
+        ++i;
+        break;
+      }
+      size_t b = i;
+      while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+      BERTRAIN_CHECK(i > b && i - b <= 9, source, ":", lineno, ": expected a non-negative integer position at column ", b + 1);
+      const int32_t p = static_cast<int32_t>(std::stol(std::string(line.substr(b, i - b))));
+      BERTRAIN_CHECK(v.empty() || p > v.back(), source, ":", lineno, ": positions must be strictly increasing, got ",
+                     p, " after ", v.empty() ? 0 : v.back());
+      v.push_back(p);
+      skip_ws();
+      if (i < line.size() && line[i] == ',') {
+        ++i;
+        skip_ws();
+        continue;
+      }
+      if (i < line.size() && line[i] == ']') {
+        closed = true;
+        ++i;
+      }
+      break;
+    }
+    skip_ws();
+    BERTRAIN_CHECK(closed && i == line.size(), source, ":", lineno, ": malformed list of positions '", line.substr(0, 60),
+                   "'");
+    r.lines.push_back(std::move(v));
+  }
+  return r;
+}
+
+ChineseRef read_chinese_ref(const std::string& path) { return parse_chinese_ref(read_whole_file(path), path); }
+
+bool is_cjk_character_token(std::string_view token) {
+  if (token.empty() || token.size() > 4 || !is_valid_utf8(token)) return false;
+  size_t len = 0;
+  const uint32_t cp = decode_at(token, 0, len);
+  return len == token.size() && (text::unicode::flags(cp) & text::unicode::kChinese);
+}
+
+void mark_chinese_ref_words(std::vector<int32_t>& ids, const std::vector<int32_t>& positions,
+                            const PretrainingVocab& vocab, const std::string& ref_source, int64_t ref_line) {
+  const int32_t n = static_cast<int32_t>(ids.size());
+  for (const int32_t p : positions) {
+    BERTRAIN_CHECK(p >= 1 && p <= n, ref_source, ":", ref_line, ": position ", p, " is outside the line's tokens 1..",
+                   n, " ([CLS] is 0, [SEP] ", n + 1, ")");
+    const std::string& tok = vocab.token(ids[static_cast<size_t>(p - 1)] & ~kWordContinuationBit);
+    BERTRAIN_CHECK(is_cjk_character_token(tok), ref_source, ":", ref_line, ": position ", p, " is the token '", tok,
+                   "', not a CJK character (run_chinese_ref.py marks only characters of all-CJK words)");
+    BERTRAIN_CHECK(p >= 2 && is_cjk_character_token(vocab.token(ids[static_cast<size_t>(p - 2)] & ~kWordContinuationBit)),
+                   ref_source, ":", ref_line, ": position ", p, " ('", tok, "') is word-initial: ",
+                   p == 1 ? std::string("the first token of the line") :
+                            "the token before it, '" + vocab.token(ids[static_cast<size_t>(p - 2)] & ~kWordContinuationBit) +
+                                "', is not a CJK character",
+                   ", so it cannot continue a Chinese word");
+    ids[static_cast<size_t>(p - 1)] |= kWordContinuationBit;
+  }
+}
+
+std::string chinese_whole_word_mask_warning(const std::vector<Document>& docs, const PretrainingVocab& vocab) {
+  std::vector<uint8_t> cjk(vocab.size());
+  for (size_t i = 0; i < vocab.size(); ++i) cjk[i] = is_cjk_character_token(vocab.token(static_cast<int32_t>(i)));
+  int64_t n = 0, total = 0;
+  for (const auto& d : docs)
+    for (const auto& s : d)
+      for (int32_t id : s) {
+        ++total;
+        const int32_t t = id & ~kWordContinuationBit;
+        n += (t >= 0 && static_cast<size_t>(t) < cjk.size() && cjk[static_cast<size_t>(t)]) ? 1 : 0;
+      }
+  if (n == 0) return {};
+  return detail::str_cat("--do_whole_word_mask without --chinese_ref_file: ", n, " of ", total,
+                         " tokens are CJK characters, each a word of its own for WordPiece, so they are masked one ",
+                         "character at a time (google-research/bert#780); give a word segmentation with ",
+                         "--chinese_ref_file (scripts/chinese_ref.py writes one)");
+}
+
 std::vector<Document> read_documents(const std::vector<std::string>& files, const TokenizeFn& tokenize,
-                                     PretrainingStats& stats, const ProgressFn& progress) {
+                                     PretrainingStats& stats, const ProgressFn& progress,
+                                     const ChineseRefOptions* chinese_ref) {
+  if (chinese_ref) {
+    BERTRAIN_CHECK(chinese_ref->files.size() == files.size(), "--chinese_ref_file: ", chinese_ref->files.size(),
+                   " reference file(s) for ", files.size(), " input file(s); give one per input file, in order");
+    BERTRAIN_CHECK(chinese_ref->vocab != nullptr, "read_documents: a Chinese reference needs the vocab");
+  }
   // Sizes first, so a missing file fails before any work and progress has a total.
   int64_t total_bytes = 0;
   for (const auto& f : files) {
@@ -497,6 +636,29 @@ std::vector<Document> read_documents(const std::vector<std::string>& files, cons
         }
       }
       report(bytes);
+    }
+    if (chinese_ref) {
+      const size_t file_index = static_cast<size_t>(&path - files.data());
+      const ChineseRef ref = read_chinese_ref(chinese_ref->files[file_index]);
+      int64_t nonblank = 0;
+      for (LineKind k : kind) nonblank += k != LineKind::blank ? 1 : 0;
+      const int64_t nref = static_cast<int64_t>(ref.lines.size());
+      BERTRAIN_CHECK(nref == nlines || nref == nonblank, ref.path, ": ", nref, " lines, but the input ", path, " has ",
+                     nlines, " lines (", nonblank, " non-blank); a reference needs one line per input line, or per "
+                     "non-blank input line as run_chinese_ref.py writes it");
+      int64_t r = 0;
+      for (int64_t l = 0; l < nlines; ++l) {
+        const LineKind k = kind[static_cast<size_t>(l)];
+        if (nref == nonblank && k == LineKind::blank) continue;
+        const std::vector<int32_t>& pos = ref.lines[static_cast<size_t>(r++)];
+        if (k == LineKind::text) {
+          mark_chinese_ref_words(ids[static_cast<size_t>(l)], pos, *chinese_ref->vocab, ref.path, r);
+          stats.chinese_ref_marks += static_cast<int64_t>(pos.size());
+        } else {
+          BERTRAIN_CHECK(pos.empty() || k != LineKind::blank, ref.path, ":", r, ": positions for the blank input line ",
+                         path, ":", l + 1);
+        }
+      }
     }
     // Assemble documents in line order (independent of the thread count).
     docs.emplace_back();

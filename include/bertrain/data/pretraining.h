@@ -88,6 +88,7 @@ struct PretrainingStats {
   int64_t skipped_non_utf8_lines = 0;
   int64_t skipped_long_lines = 0;     // lines over kMaxLineBytes
   int64_t skipped_empty_files = 0;
+  int64_t chinese_ref_marks = 0;      // characters marked as continuing a word (--chinese_ref_file)
   /// One message per kind of bad record and file ("file:line: ..."), for the log.
   std::vector<std::string> warnings;
   void merge(const PretrainingStats& o);
@@ -130,6 +131,20 @@ struct MaskedLmPredictions {
   std::vector<int32_t> labels;     // original ids at `positions`
 };
 
+/// A Sentence id with this bit set is a character that continues a word of a Chinese word segmentation
+/// (mark_chinese_ref_words, from --chinese_ref_file): whole-word masking groups it with the token before it.
+/// It never leaves instance creation: create_masked_lm_predictions clears it in its tokens and labels, so the
+/// input ids and labels are the plain characters (用, never ##用: CASES.md C34, brightmart/roberta_zh#84).
+inline constexpr int32_t kWordContinuationBit = 1 << 30;
+
+/// The candidate groups of ref `create_masked_lm_predictions`, in sequence order: every position except [CLS],
+/// [SEP] and [PAD] starts a group, except that with `do_whole_word_mask` a "##" piece joins the group before it
+/// (as ref, even across a [SEP]) and so does a token marked with kWordContinuationBit when the token before it
+/// is a candidate (a segmenter word never spans a special token). Throws bertrain::Error for an id outside the
+/// vocab.
+std::vector<std::vector<int32_t>> masked_lm_candidate_groups(const std::vector<int32_t>& tokens,
+                                                             bool do_whole_word_mask, const PretrainingVocab& vocab);
+
 /// ref `create_masked_lm_predictions`. Candidates are all positions except [CLS] and [SEP] (and [PAD],
 /// which ref never sees at this point; excluding it keeps padded inputs safe, CASES.md C10); with
 /// `do_whole_word_mask` a "##" piece joins the previous candidate group. The groups are shuffled
@@ -137,7 +152,9 @@ struct MaskedLmPredictions {
 /// max(1, int(round(len(tokens) * masked_lm_prob)))) with Python's round half to even; a group that would
 /// exceed the budget is skipped, not cut (C11). Each chosen position becomes [MASK] with p 0.8, stays with
 /// p 0.1, or becomes an id drawn uniformly from the whole vocab, specials included (C10). Returns positions
-/// sorted. Throws bertrain::Error for an id outside the vocab.
+/// sorted. The groups are masked_lm_candidate_groups(tokens, do_whole_word_mask); the 80/10/10 choice is drawn
+/// per position (per character of a Chinese word, ymcui/Chinese-BERT-wwm#33). kWordContinuationBit is cleared in
+/// the returned tokens and labels. Throws bertrain::Error for an id outside the vocab.
 MaskedLmPredictions create_masked_lm_predictions(const std::vector<int32_t>& tokens, double masked_lm_prob,
                                                  int max_predictions_per_seq, bool do_whole_word_mask,
                                                  const PretrainingVocab& vocab, Rng& rng);
@@ -166,6 +183,40 @@ std::vector<TrainingInstance> create_training_instances(std::vector<Document> al
                                                         const PretrainingOptions& options,
                                                         const PretrainingVocab& vocab, PretrainingStats& stats);
 
+/// Hugging Face's Chinese whole-word-masking reference file (examples/research_projects/mlm_wwm/run_chinese_ref.py):
+/// one JSON list of integers per line, the positions (in the line's BERT tokens with [CLS] at 0) of the non-initial
+/// characters of multi-character words made only of CJK characters.
+struct ChineseRef {
+  std::string path;
+  std::vector<std::vector<int32_t>> lines;
+};
+
+/// Reads a reference file. Throws bertrain::Error naming the file and line when it cannot be read, a line is not
+/// a JSON list of integers, or a list is not strictly increasing.
+ChineseRef read_chinese_ref(const std::string& path);
+ChineseRef parse_chinese_ref(std::string_view text, const std::string& source);
+
+/// True when `token` is one code point of BasicTokenizer's _is_chinese_char ranges (what run_chinese_ref.py keeps).
+bool is_cjk_character_token(std::string_view token);
+
+/// Marks the characters `positions` of one line's ids (without [CLS]: position p is ids[p - 1]) with
+/// kWordContinuationBit. Throws bertrain::Error naming ref_source and ref_line (1-based) when a position is
+/// outside 1..ids.size() (0 is [CLS], ids.size() + 1 the [SEP]), is not a single CJK character, or is
+/// word-initial: position 1, or a token after one that is not a CJK character (a Chinese word is CJK throughout).
+void mark_chinese_ref_words(std::vector<int32_t>& ids, const std::vector<int32_t>& positions,
+                            const PretrainingVocab& vocab, const std::string& ref_source, int64_t ref_line);
+
+/// Chinese word segmentations for read_documents: `files[k]` is the reference file of input file k.
+struct ChineseRefOptions {
+  std::vector<std::string> files;
+  const PretrainingVocab* vocab = nullptr;
+};
+
+/// The warning for --do_whole_word_mask on Chinese text without a segmentation (google-research/bert#780: every
+/// CJK character is then its own word, so whole-word masking silently masks single characters), or "" when
+/// `docs` holds no CJK character token. Counts the CJK character tokens of `docs`.
+std::string chinese_whole_word_mask_warning(const std::vector<Document>& docs, const PretrainingVocab& vocab);
+
 /// Turns a line of text into token ids (the BERT FullTokenizer in the CLI). Must be thread-safe.
 using TokenizeFn = std::function<std::vector<int32_t>(std::string_view line)>;
 
@@ -179,8 +230,12 @@ using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 /// kMaxLineBytes are skipped and counted, as are empty files; the first of each kind per file is reported
 /// in stats.warnings with file and line. Tokenization runs in parallel (OpenMP) over blocks of lines; the
 /// result does not depend on the thread count. Throws bertrain::Error when a file is missing or unreadable.
+/// With `chinese_ref`, input file k's lines are marked from chinese_ref->files[k] (mark_chinese_ref_words): the
+/// reference has one line per input line, or one per non-blank input line (run_chinese_ref.py drops blank lines);
+/// throws bertrain::Error naming both files and the line counts otherwise, or when the file counts differ.
 std::vector<Document> read_documents(const std::vector<std::string>& files, const TokenizeFn& tokenize,
-                                     PretrainingStats& stats, const ProgressFn& progress = {});
+                                     PretrainingStats& stats, const ProgressFn& progress = {},
+                                     const ChineseRefOptions* chinese_ref = nullptr);
 
 /// Expands comma-separated glob(3) patterns, sorted within each pattern; throws bertrain::Error when a
 /// pattern matches nothing.
