@@ -279,6 +279,35 @@ Variable BertForSequenceClassification::loss(const Variable& logits, const Tenso
   return cross_entropy(logits, labels, Tensor(), n);
 }
 
+BertForTokenClassification::BertForTokenClassification(const BertConfig& c, Rng& rng, DType dt) : c_(c) {
+  bert_ = register_module("bert", std::make_shared<BertModel>(c, rng, dt, false));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.hidden_dropout_prob, kStreamClassifier));
+  classifier_ = register_module("classifier", std::make_shared<Linear>(c.hidden_size, c.num_labels, true,
+                                                                        c.initializer_range, rng, dt));
+}
+
+Variable BertForTokenClassification::forward(const BertInputs& in) const {
+  BertModel::Output o = bert_->forward(in);
+  return classifier_->forward(dropout_->forward(o.sequence_output, in.dropout_seed, in.first_sample));
+}
+
+Variable BertForTokenClassification::loss(const Variable& logits, const Tensor& labels, double normalizer) const {
+  BERTRAIN_CHECK(logits.value().dim() == 3 && labels.dim() == 2 && labels.size(0) == logits.size(0) &&
+                     labels.size(1) == logits.size(1) && labels.dtype() == DType::i32,
+                 "token classification: labels must be i32 (B, T) matching logits ", logits.value().desc(), ", got ",
+                 labels.desc());
+  const int64_t n = labels.numel(), c = logits.size(2);
+  int64_t count = 0;
+  const int32_t* l = labels.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    BERTRAIN_CHECK(l[i] == -100 || (l[i] >= 0 && l[i] < c), "token classification: label ", l[i], " at position ", i,
+                   " outside [0, ", c, ") and not -100");
+    count += l[i] != -100 ? 1 : 0;
+  }
+  const double norm = normalizer > 0 ? normalizer : static_cast<double>(std::max<int64_t>(count, 1));
+  return cross_entropy(reshape(logits, {n, c}), labels.reshape({n}), Tensor(), norm, -100);
+}
+
 BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, Rng& rng, DType dt) {
   bert_ = register_module("bert", std::make_shared<BertModel>(c, rng, dt, false));
   qa_outputs_ = register_module("qa_outputs",

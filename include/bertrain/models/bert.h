@@ -140,6 +140,27 @@ class BertForSequenceClassification : public Module {
   std::shared_ptr<Linear> classifier_;
 };
 
+/// Hugging Face's BertForTokenClassification: dropout(sequence output) -> classifier (H -> num_labels) at every
+/// position; the encoder has no pooler (as Hugging Face's add_pooling_layer=False). Parameter names bert.*,
+/// classifier.weight (num_labels, H), classifier.bias (num_labels).
+class BertForTokenClassification : public Module {
+ public:
+  BertForTokenClassification(const BertConfig& c, Rng& rng, DType dtype = DType::f32);
+  /// -> logits (B, T, num_labels).
+  Variable forward(const BertInputs& in) const;
+  /// Cross-entropy over the positions whose label is not ignore_index (-100, as Hugging Face): labels i32 (B, T),
+  /// divided by `normalizer` (0: the number of labelled positions, Hugging Face's mean). Throws bertrain::Error
+  /// when shapes disagree or a label is outside [0, num_labels) and not -100.
+  Variable loss(const Variable& logits, const Tensor& labels, double normalizer = 0) const;
+  BertModel& bert() { return *bert_; }
+
+ private:
+  BertConfig c_;
+  std::shared_ptr<BertModel> bert_;
+  std::shared_ptr<Dropout> dropout_;
+  std::shared_ptr<Linear> classifier_;
+};
+
 /// Hugging Face's BertForQuestionAnswering: qa_outputs (H -> 2) gives start and end logits (B, T) each.
 class BertForQuestionAnswering : public Module {
  public:
