@@ -1,4 +1,4 @@
-# tasks layer: finetuning tasks, one namespace each (glue, squad): readers, features, metrics, writers,
+# tasks layer: finetuning tasks, one namespace each (glue, squad, ner): readers, features, metrics, writers,
 # evaluation and prediction. Above train (a task hands its batches, head and metric to the finetuning loop).
 bertrain_add_layer(tasks
   SOURCES
@@ -11,6 +11,11 @@ bertrain_add_layer(tasks
     tasks/squad/predictions.cpp
     tasks/squad/evaluate.cpp
     tasks/squad/run_squad.cpp
+    tasks/squad/cmrc2018.cpp
+    tasks/ner/tags.cpp
+    tasks/ner/reader.cpp
+    tasks/ner/features.cpp
+    tasks/ner/run_ner.cpp
     tasks/common/finetune_command.cpp
   PUBLIC_DEPS
     bertrain::core

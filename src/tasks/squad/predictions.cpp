@@ -222,7 +222,8 @@ SquadPredictions compute_predictions(const std::vector<SquadExample>& examples,
         const int32_t orig_doc_end = f.token_to_orig_map[pred.end_index];
         std::string orig_text;
         for (int32_t w = orig_doc_start; w <= orig_doc_end; ++w) {
-          if (w > orig_doc_start) orig_text += ' ';
+          // Words split apart only by the CJK rule were adjacent in the paragraph: no space between them.
+          if (w > orig_doc_start && !(example.doc_token_glued && (*example.doc_token_glued)[w])) orig_text += ' ';
           orig_text += (*example.doc_tokens)[w];
         }
         final_text = get_final_text(tok_text, orig_text, options.do_lower_case);

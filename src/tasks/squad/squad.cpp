@@ -23,20 +23,26 @@ bool is_squad_whitespace(char32_t c) { return c == ' ' || c == '\t' || c == '\r'
 }  // namespace
 
 void squad_split_paragraph(std::string_view paragraph_text, std::vector<std::string>& doc_tokens,
-                           std::vector<int32_t>& char_to_word_offset) {
+                           std::vector<int32_t>& char_to_word_offset, std::vector<uint8_t>* glued) {
   std::vector<char32_t> cps;
   text::utf8_decode_append(paragraph_text, cps);
   doc_tokens.clear();
   char_to_word_offset.clear();
   char_to_word_offset.reserve(cps.size());
-  bool prev_is_whitespace = true;
+  if (glued) glued->clear();
+  bool prev_is_whitespace = true, prev_is_cjk = false;
   for (char32_t c : cps) {
     if (is_squad_whitespace(c)) {
       prev_is_whitespace = true;
     } else {
-      if (prev_is_whitespace) doc_tokens.emplace_back();
+      const bool cjk = text::unicode::flags(c) & text::unicode::kChinese;
+      if (prev_is_whitespace || cjk || prev_is_cjk) {
+        if (glued) glued->push_back(!prev_is_whitespace && !doc_tokens.empty());
+        doc_tokens.emplace_back();
+      }
       text::utf8_append(doc_tokens.back(), c);
       prev_is_whitespace = false;
+      prev_is_cjk = cjk;
     }
     char_to_word_offset.push_back(static_cast<int32_t>(doc_tokens.size()) - 1);
   }
@@ -58,7 +64,10 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
       const std::string par_where = str_cat("article ", a, ", paragraph ", p);
       const std::string& context = string_field(paragraphs[p], "context", source, par_where);
       auto doc_tokens = std::make_shared<std::vector<std::string>>();
-      squad_split_paragraph(context, *doc_tokens, char_to_word_offset);
+      auto glued = std::make_shared<std::vector<uint8_t>>();
+      squad_split_paragraph(context, *doc_tokens, char_to_word_offset, glued.get());
+      std::shared_ptr<const std::vector<uint8_t>> shared_glued;
+      if (std::find(glued->begin(), glued->end(), 1) != glued->end()) shared_glued = glued;
       const int64_t context_len = static_cast<int64_t>(char_to_word_offset.size());
       std::shared_ptr<const std::vector<std::string>> shared_doc = doc_tokens;
       const json& qas = array_field(paragraphs[p], "qas", source, par_where);
@@ -71,6 +80,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
         ex.qas_id = qas_id;
         ex.question_text = string_field(qas[q], "question", source, id_where);
         ex.doc_tokens = shared_doc;
+        ex.doc_token_glued = shared_glued;
         // Answers are validated in both modes (a SQuAD answer_start outside its context is bad data), though
         // the reference looks at them only when training.
         const json* answers = nullptr;
@@ -104,7 +114,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
             // recoverable; Python would slice from the last word there.)
             std::string actual_text;
             for (int32_t w = ex.start_position; ex.start_position >= 0 && w <= ex.end_position; ++w) {
-              if (w > ex.start_position) actual_text += ' ';
+              if (w > ex.start_position && !(shared_glued && (*shared_glued)[w])) actual_text += ' ';
               actual_text += (*doc_tokens)[w];
             }
             const std::string cleaned = detail::python_split_join(ex.orig_answer_text);

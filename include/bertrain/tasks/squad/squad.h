@@ -26,6 +26,9 @@ struct SquadExample {
   /// The paragraph split on the reference `is_whitespace` (space, \t, \r, \n, U+202F). Shared by all
   /// questions of one paragraph (the reference shares the list object the same way).
   std::shared_ptr<const std::vector<std::string>> doc_tokens;
+  /// Per word of doc_tokens: 1 when it directly follows the previous word in the paragraph, with no whitespace
+  /// between them (words split apart by the CJK rule of squad_split_paragraph); null: none does (no CJK text).
+  std::shared_ptr<const std::vector<uint8_t>> doc_token_glued;
   /// Training only (else empty): the first answer's text; "" for v2 impossible questions.
   std::string orig_answer_text;
   /// Training only: word indexes into doc_tokens of the answer's first and last character; -1 for an
@@ -69,8 +72,15 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
 /// The reference paragraph split: words and, per code point of `paragraph_text`, the index of the word it
 /// belongs to (the previous word for whitespace; -1 before the first word). Throws bertrain::Error if the
 /// text is not well-formed UTF-8.
+/// Deviation for text without spaces (Chinese; CASES.md issue 19): run_squad.py splits only on whitespace, so a
+/// whole Chinese paragraph is one "word" and every answer maps to word 0: the trained span is the first
+/// occurrence of the answer's pieces, not the one at answer_start, and predicted text comes out wrong, without
+/// an error. Here every CJK character (BasicTokenizer's _is_chinese_char, which the tokenizer isolates anyway)
+/// is a word of its own, so answer_start maps to its exact character; `glued` (when given) receives, per word,
+/// 1 when it follows the previous word without whitespace, so that predictions are the paragraph's characters
+/// ("踢爆", not "踢 爆"). Text without CJK characters is split exactly as the reference splits it.
 void squad_split_paragraph(std::string_view paragraph_text, std::vector<std::string>& doc_tokens,
-                           std::vector<int32_t>& char_to_word_offset);
+                           std::vector<int32_t>& char_to_word_offset, std::vector<uint8_t>* glued = nullptr);
 
 // ---------------------------------------------------------------------------------------------------------
 // Features

@@ -1,0 +1,276 @@
+// run_ner.cpp: evaluation, prediction files and the whole `bertrain run-ner` command (see run_ner.h).
+#include "bertrain/tasks/ner/run_ner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "bertrain/core/error.h"
+#include "bertrain/io/checkpoint.h"
+#include "bertrain/io/config.h"
+#include "bertrain/ops/ops.h"
+#include "bertrain/tasks/glue/writers.h"
+#include "bertrain/train/communicator.h"
+
+namespace bertrain::ner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A batch of windows [b, e) as model inputs and labels.
+struct Batch {
+  Tensor ids, mask, labels;
+};
+Batch make_batch(const NerFeatures& f, const std::vector<size_t>& rows) {
+  const int64_t B = static_cast<int64_t>(rows.size()), T = static_cast<int64_t>(f.windows[rows[0]].input_ids.size());
+  Batch b{Tensor::empty({B, T}, DType::i32), Tensor::empty({B, T}, DType::i32), Tensor::empty({B, T}, DType::i32)};
+  for (int64_t r = 0; r < B; ++r) {
+    const NerWindow& w = f.windows[rows[static_cast<size_t>(r)]];
+    std::copy(w.input_ids.begin(), w.input_ids.end(), b.ids.data<int32_t>() + r * T);
+    std::copy(w.input_mask.begin(), w.input_mask.end(), b.mask.data<int32_t>() + r * T);
+    std::copy(w.labels.begin(), w.labels.end(), b.labels.data<int32_t>() + r * T);
+  }
+  return b;
+}
+
+}  // namespace
+
+NerEvaluation evaluate_ner(BertForTokenClassification& model, const std::vector<NerSentence>& sentences,
+                           const NerFeatures& features, const LabelList& labels, const NerFeatureOptions& options,
+                           int64_t batch_size) {
+  BERTRAIN_CHECK(batch_size >= 1, "evaluation batch size must be >= 1, got ", batch_size);
+  BERTRAIN_CHECK(!features.windows.empty(), "evaluation: no windows");
+  NoGradGuard ng;
+  const bool was_training = model.is_training();
+  model.eval();
+  std::vector<std::vector<float>> logits;
+  double loss_sum = 0;
+  int64_t labelled = 0;
+  for (size_t b = 0; b < features.windows.size(); b += static_cast<size_t>(batch_size)) {
+    const size_t e = std::min(features.windows.size(), b + static_cast<size_t>(batch_size));
+    std::vector<size_t> rows(e - b);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = b + i;
+    Batch batch = make_batch(features, rows);
+    Variable out = model.forward(BertInputs{batch.ids, Tensor(), batch.mask, 0, 0});
+    int64_t n = 0;
+    for (int64_t i = 0; i < batch.labels.numel(); ++i) n += batch.labels.data<int32_t>()[i] != -100 ? 1 : 0;
+    if (n > 0) {
+      loss_sum += model.loss(out, batch.labels, 1.0).item();
+      labelled += n;
+    }
+    const Tensor& v = out.value();
+    const int64_t per = v.size(1) * v.size(2);
+    for (size_t i = 0; i < rows.size(); ++i)
+      logits.emplace_back(v.data<float>() + static_cast<int64_t>(i) * per, v.data<float>() + static_cast<int64_t>(i + 1) * per);
+  }
+  model.train(was_training);
+  NerEvaluation ev;
+  ev.predictions = predict_word_labels(features, labels, logits, options);
+  ev.loss = labelled > 0 ? loss_sum / static_cast<double>(labelled) : 0.0;
+  std::vector<std::vector<std::string>> gold;
+  gold.reserve(sentences.size());
+  for (const auto& s : sentences) gold.push_back(s.labels);
+  ev.metrics = compute_ner_metrics(gold, ev.predictions, options.file_scheme != TagScheme::none);
+  return ev;
+}
+
+std::map<std::string, double> ner_metrics_map(const NerEvaluation& e, bool chunks, bool entity_level,
+                                              const std::string& prefix) {
+  std::map<std::string, double> m;
+  m[prefix + "accuracy"] = e.metrics.accuracy;
+  m[prefix + "loss"] = e.loss;
+  if (!chunks) return m;
+  m[prefix + "precision"] = e.metrics.overall.precision;
+  m[prefix + "recall"] = e.metrics.overall.recall;
+  m[prefix + "f1"] = e.metrics.overall.f1;
+  if (entity_level)
+    for (const auto& [type, s] : e.metrics.per_type) {
+      m[prefix + type + "_precision"] = s.precision;
+      m[prefix + type + "_recall"] = s.recall;
+      m[prefix + type + "_f1"] = s.f1;
+      m[prefix + type + "_number"] = static_cast<double>(s.gold);
+    }
+  return m;
+}
+
+std::string format_predictions(const std::vector<NerSentence>& sentences,
+                               const std::vector<std::vector<std::string>>& predictions) {
+  BERTRAIN_CHECK(sentences.size() == predictions.size(), "predictions for ", predictions.size(), " sentences, expected ",
+                 sentences.size());
+  std::string out;
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    const NerSentence& sent = sentences[s];
+    BERTRAIN_CHECK(predictions[s].size() == sent.words.size(), "sentence ", s, ": ", predictions[s].size(),
+                   " predictions for ", sent.words.size(), " words");
+    for (const auto& p : sent.preamble) out += p + "\n";
+    for (size_t w = 0; w < sent.words.size(); ++w) {
+      out += sent.lines[w];
+      out += sent.lines[w].find('\t') != std::string::npos ? '\t' : ' ';
+      out += predictions[s][w] + "\n";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+namespace {
+
+// Set-up shared with run-classifier / run-squad (tasks::FinetuneCommandOptions once the tools renovation lands).
+BertConfig model_config(const RunNerOptions& o) {
+  std::string path = o.bert_config_file;
+  if (path.empty()) {
+    BERTRAIN_CHECK(!o.init_checkpoint.empty(), "give --bert_config_file (or --init_checkpoint with a config.json beside it)");
+    const fs::path ck(o.init_checkpoint);
+    path = ((fs::is_directory(ck) ? ck : ck.parent_path()) / kConfigFileName).string();
+  }
+  return load_bert_config(path);
+}
+
+std::string json_text(const std::map<std::string, double>& m, int64_t step) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : m) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+  for (const auto& [k, v] : m)
+    if (k.size() > 7 && k.compare(k.size() - 7, 7, "_number") == 0) j[k] = static_cast<int64_t>(v);
+  j["global_step"] = step;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+RunNerResult run_ner(const RunNerOptions& o) {
+  BERTRAIN_CHECK(o.do_train || o.do_eval || o.do_predict, "at least one of --do_train, --do_eval, --do_predict is required");
+  BERTRAIN_CHECK(!o.do_train || !o.train_file.empty(), "--do_train needs --train_file");
+  BERTRAIN_CHECK(!o.do_eval || !o.validation_file.empty(), "--do_eval needs --validation_file");
+  BERTRAIN_CHECK(!o.do_predict || !o.test_file.empty(), "--do_predict needs --test_file");
+  BERTRAIN_CHECK(!o.finetune.output_dir.empty(), "--output_dir is required");
+  set_matmul_precision(o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+
+  // Files first: a malformed one fails before the model is built.
+  auto read = [&](const std::string& path) {
+    NerReadOptions ro;
+    ro.format = parse_ner_format(o.data_format, path);
+    ro.label_column = o.label_column;
+    ro.scheme = o.tag_scheme == "auto" ? (ro.format == NerFormat::conllu ? TagScheme::none : TagScheme::iob2)
+                                       : parse_tag_scheme(o.tag_scheme);
+    NerFile f = read_ner_file(path, ro);
+    for (const auto& w : f.warnings) spdlog::warn("{}", w);
+    spdlog::info("{}: {} sentences, {} words{}", path, f.sentences.size(), f.words,
+                 f.skipped_empty_tokens ? fmt::format(", {} empty-token lines skipped", f.skipped_empty_tokens) : "");
+    return std::make_pair(std::move(f), ro.scheme);
+  };
+  NerFile train, dev, test;
+  TagScheme scheme = TagScheme::iob2;
+  if (o.do_train) std::tie(train, scheme) = read(o.train_file);
+  if (o.do_eval || (o.do_train && !o.validation_file.empty())) std::tie(dev, scheme) = read(o.validation_file);
+  if (o.do_predict) std::tie(test, scheme) = read(o.test_file);
+
+  NerFeatureOptions fo;
+  fo.max_seq_length = o.max_seq_length;
+  fo.doc_stride = o.doc_stride;
+  fo.label_all_tokens = o.label_all_tokens;
+  fo.file_scheme = scheme;
+  fo.model_scheme = scheme == TagScheme::none ? TagScheme::none : parse_tag_scheme(o.model_tag_scheme);
+  BERTRAIN_CHECK(fo.model_scheme == TagScheme::none || fo.model_scheme == TagScheme::iob2 ||
+                     fo.model_scheme == TagScheme::iobes,
+                 "--model_tag_scheme must be iob2 or iobes, got ", o.model_tag_scheme);
+  fo.validate();
+
+  BertConfig cfg = model_config(o);
+  LabelList labels;
+  if (cfg.has_label_names()) {
+    // C43: a finetuned checkpoint names its outputs; its order is the model's, labels are found by name.
+    labels = LabelList(cfg.id2label);
+    spdlog::info("labels: the {} of the checkpoint's id2label, in its order", labels.size());
+  } else {
+    BERTRAIN_CHECK(o.do_train, "the model config has no id2label: give --do_train with --train_file so that the labels "
+                               "come from the training data, or a checkpoint finetuned by run-ner");
+    labels = LabelList::from_training(train.sentences, scheme, fo.model_scheme);
+    cfg.id2label = labels.labels();
+    cfg.num_labels = labels.size();
+    std::string names;
+    for (const auto& l : labels.labels()) names += (names.empty() ? "" : " ") + l;
+    spdlog::info("labels ({}, {}): {}", labels.size(), tag_scheme_name(fo.model_scheme), names);
+  }
+  cfg.num_labels = labels.size();
+  text::FullTokenizer tok(std::make_shared<const text::Vocab>(text::Vocab::load(o.vocab_file)), o.do_lower_case,
+                          std::nullopt, o.tokenize_chinese_chars);
+  BERTRAIN_CHECK(static_cast<int64_t>(tok.vocab().size()) <= cfg.vocab_size, "vocab file ", o.vocab_file, " has ",
+                 tok.vocab().size(), " entries but the model's vocab_size is ", cfg.vocab_size);
+  BERTRAIN_CHECK(o.max_seq_length <= cfg.max_position_embeddings, "--max_seq_length ", o.max_seq_length,
+                 " exceeds max_position_embeddings ", cfg.max_position_embeddings);
+  auto featurize = [&](const NerFile& f) {
+    NerFeatures x = convert_sentences_to_features(f.sentences, tok, labels, fo, f.path);
+    spdlog::info("{}: {} windows of at most {} pieces ({} pieces{})", f.path, x.windows.size(), o.max_seq_length - 2,
+                 x.pieces, x.words_without_pieces ? fmt::format(", {} words without pieces given [UNK]", x.words_without_pieces) : "");
+    return x;
+  };
+  NerFeatures train_f, dev_f, test_f;
+  if (o.do_train) train_f = featurize(train);
+  if (!dev.sentences.empty()) dev_f = featurize(dev);
+  if (o.do_predict) test_f = featurize(test);
+
+  Rng init(o.finetune.seed, 0x4e45);
+  BertForTokenClassification model(cfg, init);
+  if (o.init_checkpoint.empty()) {
+    spdlog::info("no --init_checkpoint: training from random initialisation");
+  } else {
+    LoadReport rep;
+    load_model(o.init_checkpoint, model, rep);
+    spdlog::info("init_checkpoint {}: {}", o.init_checkpoint, rep.summary());
+  }
+  const std::string& out_dir = o.finetune.output_dir;
+  fs::create_directories(out_dir);
+  const bool chunks = scheme != TagScheme::none;
+  RunNerResult res;
+  auto evaluate = [&](int64_t step) {
+    NerEvaluation ev = evaluate_ner(model, dev.sentences, dev_f, labels, fo, o.eval_batch_size);
+    res.eval_metrics = ner_metrics_map(ev, chunks, o.return_entity_level_metrics);
+    glue::write_text_file_atomic((fs::path(out_dir) / "eval_results.json").string(), json_text(res.eval_metrics, step));
+    glue::write_text_file_atomic((fs::path(out_dir) / "predictions.txt").string(),
+                                 format_predictions(dev.sentences, ev.predictions));
+    spdlog::info("eval at step {}: {}", step, json_text(res.eval_metrics, step));
+    return res.eval_metrics;
+  };
+  if (o.do_train) {
+    FinetuneTask t;
+    t.num_train_examples = static_cast<int64_t>(train_f.windows.size());
+    t.example_noun = "windows";
+    t.loss = [&](const std::vector<int64_t>& rows, int64_t first) {
+      Batch b = make_batch(train_f, std::vector<size_t>(rows.begin(), rows.end()));
+      Variable logits = model.forward(BertInputs{b.ids, Tensor(), b.mask, first, o.finetune.seed});
+      return model.loss(logits, b.labels);
+    };
+    if (!dev.sentences.empty()) {
+      t.evaluate = evaluate;
+      t.primary_metric = chunks ? "eval_f1" : "eval_accuracy";
+    }
+    const std::string vocab_file = o.vocab_file;
+    const bool lower = o.do_lower_case;
+    t.write_extra_files = [vocab_file, lower](const std::string& dir) {
+      fs::copy_file(vocab_file, fs::path(dir) / "vocab.txt", fs::copy_options::overwrite_existing);
+      nlohmann::json tc{{"do_lower_case", lower}, {"tokenizer_class", "BertTokenizer"}};
+      glue::write_text_file_atomic((fs::path(dir) / "tokenizer_config.json").string(), tc.dump(2) + "\n");
+    };
+    res.training = run_finetuning(model, cfg, o.finetune, t);
+    res.exit_code = res.training.exit_code;
+    if (res.exit_code != 0) return res;
+  } else if (o.do_eval && world()->rank() == 0) {
+    evaluate(0);
+  }
+  if (o.do_predict && world()->rank() == 0) {
+    NerEvaluation ev = evaluate_ner(model, test.sentences, test_f, labels, fo, o.predict_batch_size);
+    const auto m = ner_metrics_map(ev, chunks, o.return_entity_level_metrics, "test_");
+    glue::write_text_file_atomic((fs::path(out_dir) / "test_results.json").string(),
+                                 json_text(m, res.training.global_step));
+    glue::write_text_file_atomic((fs::path(out_dir) / "test_predictions.txt").string(),
+                                 format_predictions(test.sentences, ev.predictions));
+    spdlog::info("test: {}", json_text(m, res.training.global_step));
+  }
+  return res;
+}
+
+}  // namespace bertrain::ner
