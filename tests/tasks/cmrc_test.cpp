@@ -1,0 +1,130 @@
+// cmrc_test.cpp: Chinese reading comprehension (issue 19, Must-show 4): the CMRC 2018 metric (official script
+// v6) on hand-made predictions, every number computed by hand below; training features of a Chinese paragraph
+// put the answer at answer_start, not at an earlier occurrence of the same text; predictions are the
+// paragraph's characters.
+#include <gtest/gtest.h>
+
+#include "bertrain/core/error.h"
+#include "bertrain/tasks/squad/cmrc2018.h"
+#include "bertrain/tasks/squad/squad.h"
+#include "bertrain/text/tokenizer.h"
+
+using namespace bertrain;
+using namespace bertrain::squad;
+using S = std::vector<std::string>;
+
+TEST(Cmrc2018, MixedSegmentation) {
+  // lower + strip; CJK characters and sp_char marks are segments; the runs between go through NLTK.
+  EXPECT_EQ(cmrc_mixed_segmentation("  Nexon公司，2V2 ", false), (S{"nexon", "公", "司", "，", "2v2"}));
+  EXPECT_EQ(cmrc_mixed_segmentation("  Nexon公司，2V2 ", true), (S{"nexon", "公", "司", "2v2"}));
+  // rm_punc drops 、 before the run is cut, so 2V2 and 4V4 become one segment (the script's behaviour).
+  EXPECT_EQ(cmrc_mixed_segmentation("2V2、4V4随机", true), (S{"2v24v4", "随", "机"}));
+  // "……" in sp_char is two characters and never matches: … stays.
+  EXPECT_EQ(cmrc_mixed_segmentation("好…", true), (S{"好", "…"}));
+  EXPECT_EQ(cmrc_remove_punctuation(" “红楼梦”。 "), "红楼梦");
+}
+
+TEST(Cmrc2018, NltkWordTokenizer) {
+  EXPECT_EQ(nltk_word_tokenize("(npc)"), (S{"(", "npc", ")"}));
+  EXPECT_EQ(nltk_word_tokenize("don't"), (S{"do", "n't"}));
+  EXPECT_EQ(nltk_word_tokenize("3,000 a,b"), (S{"3,000", "a", ",", "b"}));
+  EXPECT_EQ(nltk_word_tokenize("hello."), (S{"hello", "."}));
+  EXPECT_EQ(nltk_word_tokenize("\"hi\" he said"), (S{"``", "hi", "''", "he", "said"}));
+}
+
+TEST(Cmrc2018, ScoresOfHandMadePredictions) {
+  const S a = {"踢爆"};
+  EXPECT_DOUBLE_EQ(cmrc_f1_score(a, "踢爆"), 1.0);
+  EXPECT_EQ(cmrc_em_score(a, "踢爆"), 1);
+  EXPECT_DOUBLE_EQ(cmrc_f1_score(a, "踢爆。"), 1.0);  // 。 removed on both sides
+  EXPECT_EQ(cmrc_em_score(a, "踢爆。"), 1);
+  // [为 踢 爆] vs [踢 爆]: LCS 2, P = 2/3, R = 1, F1 = 2 (2/3) / (5/3) = 0.8.
+  EXPECT_DOUBLE_EQ(cmrc_f1_score(a, "为踢爆"), 0.8);
+  EXPECT_EQ(cmrc_em_score(a, "为踢爆"), 0);
+  EXPECT_DOUBLE_EQ(cmrc_f1_score(a, ""), 0.0);
+  // [nexon 公 司] vs [nexon]: LCS 1, P = 1, R = 1/3, F1 = 0.5.
+  EXPECT_DOUBLE_EQ(cmrc_f1_score({"Nexon公司"}, "nexon"), 0.5);
+  // Max over answers: [2v2] shares nothing with [4v4 随 机 配 对]; [2v24v4 随 机] shares 随 机:
+  // P = 2/5, R = 2/3, F1 = 2 (4/15) / (16/15) = 0.5.
+  EXPECT_DOUBLE_EQ(cmrc_f1_score({"2V2", "2V2、4V4随机"}, "4V4随机配对"), 0.5);
+  // [3,000 人] vs [3,000]: NLTK keeps "3,000" (a comma before a digit); F1 = 2 (1 * 1/2) / (3/2) = 2/3.
+  EXPECT_DOUBLE_EQ(cmrc_f1_score({"3,000人"}, "3,000"), 2.0 / 3.0);
+  EXPECT_EQ(cmrc_em_score({"“红楼梦”"}, "红楼梦"), 1);
+  EXPECT_THROW(cmrc_f1_score({}, "x"), Error);
+}
+
+TEST(Cmrc2018, EvaluateAndPrintout) {
+  const std::string data = R"({"version": "v1.0", "data": [{"paragraphs": [{"context": "x", "qas": [
+      {"id": "q1", "question": "?", "answers": [{"text": "踢爆", "answer_start": 0}]},
+      {"id": "q2", "question": "?", "answers": [{"text": "2V2", "answer_start": 0}, {"text": "2V2、4V4随机", "answer_start": 0}]},
+      {"id": "q3", "question": "?", "answers": [{"text": "甲", "answer_start": 0}]}]}]}]})";
+  const SquadGold gold = parse_squad_gold(data, "cmrc.json");
+  // q1: F1 1, EM 1; q2: F1 0.5, EM 0; q3 unanswered: 0 and counted in TOTAL and SKIP.
+  const CmrcEval r = evaluate_cmrc2018(gold, {{"q1", "踢爆"}, {"q2", "4V4随机配对"}});
+  EXPECT_DOUBLE_EQ(r.f1, 50.0);
+  EXPECT_DOUBLE_EQ(r.em, 100.0 / 3.0);
+  EXPECT_EQ(r.unanswered, (S{"q3"}));
+  EXPECT_EQ(r.to_json("pred.json"),
+            R"({"AVERAGE": "41.667", "F1": "50.000", "EM": "33.333", "TOTAL": 3, "SKIP": 1, "FILE": "pred.json"})");
+}
+
+namespace {
+
+text::FullTokenizer zh_tokenizer() {
+  return text::FullTokenizer(std::make_shared<const text::Vocab>(text::Vocab::from_tokens(
+                                 {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "甲", "乙", "丙", "丁", "问", "由",
+                                  "韩", "国", "nexon", "开", "发", "。"},
+                                 "zh-test")),
+                             true);
+}
+
+std::string one_question(const std::string& context, const std::string& answer, int start) {
+  return R"({"version": "v1.0", "data": [{"paragraphs": [{"context": ")" + context +
+         R"(", "qas": [{"id": "q", "question": "问", "answers": [{"text": ")" + answer +
+         R"(", "answer_start": )" + std::to_string(start) + "}]}]}]}]}";
+}
+
+}  // namespace
+
+TEST(ChineseSquad, AnswerSpanAtAnswerStartNotTheFirstOccurrence) {
+  const auto tok = zh_tokenizer();
+  // 甲乙 occurs at characters 0 and 3; the annotation is the second one.
+  SquadReadResult r = parse_squad_examples(one_question("甲乙丙甲乙丁", "甲乙", 3), true, false, "zh.json");
+  ASSERT_EQ(r.examples.size(), 1u);
+  EXPECT_EQ(*r.examples[0].doc_tokens, (S{"甲", "乙", "丙", "甲", "乙", "丁"}));
+  EXPECT_EQ(r.examples[0].start_position, 3);
+  EXPECT_EQ(r.examples[0].end_position, 4);
+  SquadFeatureOptions o;
+  o.max_seq_length = 16;
+  o.max_query_length = 4;
+  o.is_training = true;
+  const auto feats = convert_examples_to_features(r.examples, tok, o);
+  ASSERT_EQ(feats.size(), 1u);
+  // [CLS] 问 [SEP] 甲 乙 丙 甲 乙 丁 [SEP]: the doc starts at 3, the annotated 甲乙 at 6-7 (run_squad.py's one-word
+  // paragraph would give 3-4, the first occurrence).
+  EXPECT_EQ(feats[0].start_position, 6);
+  EXPECT_EQ(feats[0].end_position, 7);
+}
+
+TEST(ChineseSquad, PredictionsAreTheParagraphsCharacters) {
+  const auto tok = zh_tokenizer();
+  SquadReadResult r = parse_squad_examples(one_question("由韩国Nexon开发。", "Nexon", 3), false, false, "zh.json");
+  EXPECT_EQ(*r.examples[0].doc_tokens, (S{"由", "韩", "国", "Nexon", "开", "发", "。"}));
+  SquadFeatureOptions o;
+  o.max_seq_length = 16;
+  o.max_query_length = 4;
+  const auto feats = convert_examples_to_features(r.examples, tok, o);
+  // [CLS] 问 [SEP] 由 韩 国 nexon 开 发 。 [SEP]
+  auto predict = [&](int s, int e) {
+    std::vector<std::vector<float>> start(1, std::vector<float>(16, 0.f)), end = start;
+    start[0][static_cast<size_t>(s)] = 10.f;
+    end[0][static_cast<size_t>(e)] = 10.f;
+    SquadPredictOptions po;
+    po.n_best_size = 1;
+    return compute_predictions(r.examples, feats, start, end, po).predictions[0];
+  };
+  EXPECT_EQ(predict(4, 5), "韩国");  // not "韩 国"
+  EXPECT_EQ(predict(5, 6), "国Nexon");
+  EXPECT_EQ(predict(6, 6), "Nexon");  // case restored by get_final_text
+  EXPECT_EQ(predict(7, 9), "开发。");
+}

@@ -1,0 +1,304 @@
+// ner_test.cpp: token classification (issue 19): conlleval / seqeval chunk rules and metrics on hand-made cases
+// (Must-show 1), tag scheme conversion, the CoNLL / UNER / CoNLL-U readers and their errors, first-sub-token
+// labels, --doc_stride windows with the max-context rule, and predictions.txt.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bertrain/core/error.h"
+#include "bertrain/tasks/ner/features.h"
+#include "bertrain/tasks/ner/reader.h"
+#include "bertrain/tasks/ner/run_ner.h"
+#include "bertrain/tasks/ner/tags.h"
+
+using namespace bertrain;
+using namespace bertrain::ner;
+using S = std::vector<std::string>;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+// ---- chunks ----
+
+TEST(NerChunks, Iob2AndIllFormedTags) {
+  EXPECT_EQ(extract_chunks({"B-PER", "I-PER", "O", "B-LOC"}), (std::vector<Chunk>{{"PER", 0, 1}, {"LOC", 3, 3}}));
+  // conlleval: an I- after O starts a chunk; a change of type ends one and starts another.
+  EXPECT_EQ(extract_chunks({"O", "I-PER", "I-PER", "O"}), (std::vector<Chunk>{{"PER", 1, 2}}));
+  EXPECT_EQ(extract_chunks({"B-PER", "I-LOC"}), (std::vector<Chunk>{{"PER", 0, 0}, {"LOC", 1, 1}}));
+  // B after B of the same type: two chunks (BTC's "@ B-ORG SportsCenter B-ORG").
+  EXPECT_EQ(extract_chunks({"B-ORG", "B-ORG"}), (std::vector<Chunk>{{"ORG", 0, 0}, {"ORG", 1, 1}}));
+  // Types with dashes (WNUT's creative-work) keep everything after the first dash.
+  EXPECT_EQ(extract_chunks({"B-creative-work", "I-creative-work"}), (std::vector<Chunk>{{"creative-work", 0, 1}}));
+  EXPECT_TRUE(extract_chunks({"O", "O"}).empty());
+}
+
+TEST(NerChunks, Iob1AndIobes) {
+  // IOB1 (WikiGold): I- inside, B- only between two adjacent chunks of one type.
+  const S iob1 = {"I-PER", "I-PER", "B-PER", "O", "I-LOC"};
+  const std::vector<Chunk> chunks = {{"PER", 0, 1}, {"PER", 2, 2}, {"LOC", 4, 4}};
+  EXPECT_EQ(extract_chunks(iob1), chunks);
+  EXPECT_EQ(convert_tags(iob1, TagScheme::iob2), (S{"B-PER", "I-PER", "B-PER", "O", "B-LOC"}));
+  EXPECT_EQ(convert_tags(iob1, TagScheme::iobes), (S{"B-PER", "E-PER", "S-PER", "O", "S-LOC"}));
+  EXPECT_EQ(convert_tags(convert_tags(iob1, TagScheme::iobes), TagScheme::iob1), iob1);
+  EXPECT_EQ(extract_chunks({"S-PER", "B-LOC", "I-LOC", "E-LOC"}), (std::vector<Chunk>{{"PER", 0, 0}, {"LOC", 1, 3}}));
+  // seqeval's E/S rules: a chunk ends after E; E after E starts a new one.
+  EXPECT_EQ(extract_chunks({"B-PER", "E-PER", "E-PER"}), (std::vector<Chunk>{{"PER", 0, 1}, {"PER", 2, 2}}));
+  // The same chunks in all three schemes score the same.
+  EXPECT_EQ(extract_chunks(convert_tags(iob1, TagScheme::iobes)), chunks);
+}
+
+TEST(NerChunks, SchemeCheck) {
+  EXPECT_EQ(tag_problem("B-PER", TagScheme::iob2), "");
+  EXPECT_NE(tag_problem("S-PER", TagScheme::iob2), "");
+  EXPECT_EQ(tag_problem("S-PER", TagScheme::iobes), "");
+  EXPECT_NE(tag_problem("B_PER", TagScheme::iob2), "");
+  EXPECT_NE(tag_problem("B-", TagScheme::iob2), "");
+  EXPECT_EQ(tag_problem("NOUN", TagScheme::none), "");
+  EXPECT_EQ(parse_tag_scheme("BIO"), TagScheme::iob2);
+  EXPECT_NE(error_of([] { parse_tag_scheme("bilou"); }).find("unknown tag scheme 'bilou'"), std::string::npos);
+}
+
+// ---- metrics (Must-show 1): every expected value computed by hand ----
+
+TEST(NerMetrics, TypesAndMicroAverage) {
+  // gold PER(0,1) LOC(3,3); predicted PER(0,1) ORG(3,3): 1 correct of 2 predicted and 2 gold.
+  NerMetrics m = compute_ner_metrics({{"B-PER", "I-PER", "O", "B-LOC"}}, {{"B-PER", "I-PER", "O", "B-ORG"}});
+  EXPECT_EQ(m.overall.correct, 1);
+  EXPECT_DOUBLE_EQ(m.overall.precision, 0.5);
+  EXPECT_DOUBLE_EQ(m.overall.recall, 0.5);
+  EXPECT_DOUBLE_EQ(m.overall.f1, 0.5);
+  EXPECT_DOUBLE_EQ(m.per_type.at("PER").f1, 1.0);
+  EXPECT_EQ(m.per_type.at("LOC").gold, 1);
+  EXPECT_DOUBLE_EQ(m.per_type.at("LOC").recall, 0.0);
+  EXPECT_DOUBLE_EQ(m.per_type.at("LOC").precision, 0.0);  // nothing predicted: 0, not NaN
+  EXPECT_EQ(m.per_type.at("ORG").predicted, 1);            // a type found only in the predictions is listed
+  EXPECT_DOUBLE_EQ(m.per_type.at("ORG").precision, 0.0);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.75);  // 3 of 4 labels equal
+}
+
+TEST(NerMetrics, SeqevalReadmeExample) {
+  // seqeval's README example: gold MISC(3,5) PER(0,1), predicted MISC(2,5) PER(0,1).
+  const std::vector<S> gold = {{"O", "O", "O", "B-MISC", "I-MISC", "I-MISC", "O"}, {"B-PER", "I-PER", "O"}};
+  const std::vector<S> pred = {{"O", "O", "B-MISC", "I-MISC", "I-MISC", "I-MISC", "O"}, {"B-PER", "I-PER", "O"}};
+  NerMetrics m = compute_ner_metrics(gold, pred);
+  EXPECT_DOUBLE_EQ(m.overall.precision, 0.5);
+  EXPECT_DOUBLE_EQ(m.overall.recall, 0.5);
+  EXPECT_DOUBLE_EQ(m.overall.f1, 0.5);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.8);  // positions 2 and 3 of sentence 1 differ: 8 of 10
+  EXPECT_DOUBLE_EQ(m.per_type.at("MISC").f1, 0.0);
+  EXPECT_DOUBLE_EQ(m.per_type.at("PER").f1, 1.0);
+}
+
+TEST(NerMetrics, IllFormedPredictionsAndEmptyPredictions) {
+  // An I- after O is a chunk (conlleval): this prediction finds PER(1,2) exactly.
+  NerMetrics m = compute_ner_metrics({{"O", "B-PER", "I-PER", "O"}}, {{"O", "I-PER", "I-PER", "O"}});
+  EXPECT_DOUBLE_EQ(m.overall.f1, 1.0);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.75);
+  // A type switch inside a chunk: predicted PER(0,0) LOC(1,1) against gold PER(0,1): 0 correct of 2.
+  m = compute_ner_metrics({{"B-PER", "I-PER"}}, {{"B-PER", "I-LOC"}});
+  EXPECT_EQ(m.overall.predicted, 2);
+  EXPECT_DOUBLE_EQ(m.overall.f1, 0.0);
+  // Nothing predicted: precision 0/0 -> 0, recall 0/2, F1 0; accuracy 2 of 4.
+  m = compute_ner_metrics({{"B-PER", "O", "O", "B-LOC"}}, {{"O", "O", "O", "O"}});
+  EXPECT_EQ(m.overall.predicted, 0);
+  EXPECT_EQ(m.overall.gold, 2);
+  EXPECT_DOUBLE_EQ(m.overall.precision, 0.0);
+  EXPECT_DOUBLE_EQ(m.overall.f1, 0.0);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.5);
+  // Sentences are separate: an I-PER starting sentence 2 does not continue sentence 1's PER.
+  m = compute_ner_metrics({{"B-PER"}, {"B-PER"}}, {{"B-PER"}, {"I-PER"}});
+  EXPECT_DOUBLE_EQ(m.overall.f1, 1.0);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.5);
+}
+
+TEST(NerMetrics, SchemesGiveTheSameChunks) {
+  // One gold chunk set written in IOB1, IOB2 and IOBES; the prediction (IOB2) gets LOC right and PER(0,1) cut
+  // to PER(0,0): P = R = 1/2 in every scheme.
+  const S iob2_gold = {"B-PER", "I-PER", "O", "B-LOC", "I-LOC"};
+  const S iob2_pred = {"B-PER", "O", "O", "B-LOC", "I-LOC"};
+  for (TagScheme s : {TagScheme::iob1, TagScheme::iob2, TagScheme::iobes}) {
+    NerMetrics m = compute_ner_metrics({convert_tags(iob2_gold, s)}, {convert_tags(iob2_pred, s)});
+    EXPECT_DOUBLE_EQ(m.overall.precision, 0.5) << tag_scheme_name(s);
+    EXPECT_DOUBLE_EQ(m.overall.recall, 0.5) << tag_scheme_name(s);
+  }
+  // Token accuracy differs by scheme: IOBES writes the cut PER as S-PER vs gold B-PER E-PER (2 of 5 differ).
+  EXPECT_DOUBLE_EQ(compute_ner_metrics({convert_tags(iob2_gold, TagScheme::iobes)},
+                                       {convert_tags(iob2_pred, TagScheme::iobes)}).accuracy, 0.6);
+  // POS tags: accuracy only.
+  NerMetrics pos = compute_ner_metrics({{"NOUN", "VERB", "ADP"}}, {{"NOUN", "NOUN", "ADP"}}, false);
+  EXPECT_DOUBLE_EQ(pos.accuracy, 2.0 / 3.0);
+  EXPECT_TRUE(pos.per_type.empty());
+  EXPECT_NE(error_of([] { compute_ner_metrics({{"O"}}, {{"O", "O"}}); }).find("sentence 0"), std::string::npos);
+}
+
+// ---- readers ----
+
+TEST(NerReader, ConllColumnsBreaksAndEmptyTokens) {
+  NerReadOptions o;
+  // WNUT-style: TAB-separated, a lone TAB separates sentences, runs of blanks collapse, "#tag" is a token.
+  const std::string text = "Hi\tO\n#yolo\tO\n\t\n\n \nParis\tB-location\n\tO\nrocks\tO\n";
+  NerFile f = parse_ner_text(text, o, "wnut.conll");
+  ASSERT_EQ(f.sentences.size(), 2u);
+  EXPECT_EQ(f.sentences[0].words, (S{"Hi", "#yolo"}));
+  EXPECT_EQ(f.sentences[1].words, (S{"Paris", "rocks"}));
+  EXPECT_EQ(f.sentences[1].line_numbers, (std::vector<int64_t>{6, 8}));
+  EXPECT_EQ(f.skipped_empty_tokens, 1);
+  ASSERT_EQ(f.warnings.size(), 1u);
+  EXPECT_NE(f.warnings[0].find("wnut.conll:7: empty token"), std::string::npos);
+  // WikiGold: space-separated IOB1 with -DOCSTART-.
+  o.scheme = TagScheme::iob1;
+  f = parse_ner_text("-DOCSTART- O\n\nThe O\nEU I-ORG\n", o, "wiki.txt");
+  ASSERT_EQ(f.sentences.size(), 1u);
+  EXPECT_EQ(f.sentences[0].preamble, (S{"-DOCSTART- O"}));
+  EXPECT_EQ(f.sentences[0].labels, (S{"O", "I-ORG"}));
+}
+
+TEST(NerReader, MalformedFilesNameFileAndLine) {
+  NerReadOptions o;
+  EXPECT_NE(error_of([&] { parse_ner_text("a\tO\nb\tX\tO\n", o, "f.conll"); }).find("f.conll:2: 3 columns"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_ner_text("a\tO\nb\tE-PER\n", o, "f.conll"); }).find("f.conll:2: label 'E-PER'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_ner_text("a\n", o, "f.conll"); }).find("f.conll:1: expected a token and a label"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_ner_text("\n\n", o, "f.conll"); }).find("no sentences"), std::string::npos);
+  o.format = NerFormat::conllu;
+  EXPECT_NE(error_of([&] { parse_ner_text("1\tword\tx\n", o, "f.conllu"); }).find("f.conllu:1: a CoNLL-U line has 10"),
+            std::string::npos);
+}
+
+TEST(NerReader, UnerAndConllu) {
+  NerReadOptions o;
+  o.format = parse_ner_format("auto", "zh.iob2");
+  ASSERT_EQ(o.format, NerFormat::iob2);
+  NerFile f = parse_ner_text("# sent_id = 1\n# text = 北京大学\n1\t北京\tB-ORG\t-\t-\n2\t大学\tI-ORG\t-\t-\n", o, "zh.iob2");
+  ASSERT_EQ(f.sentences.size(), 1u);
+  EXPECT_EQ(f.sentences[0].words, (S{"北京", "大学"}));
+  EXPECT_EQ(f.sentences[0].labels, (S{"B-ORG", "I-ORG"}));
+  EXPECT_EQ(f.sentences[0].preamble.size(), 2u);
+  o.format = NerFormat::conllu;
+  o.scheme = TagScheme::none;
+  const std::string u =
+      "# text = don't go\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n"
+      "2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\n2.1\tx\tx\tX\tX\t_\t_\t_\t_\t_\n3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\n";
+  f = parse_ner_text(u, o, "ewt.conllu");
+  EXPECT_EQ(f.sentences[0].words, (S{"do", "n't", "go"}));  // no multiword token, no empty node
+  EXPECT_EQ(f.sentences[0].labels, (S{"AUX", "PART", "VERB"}));
+  o.label_column = "xpos";
+  EXPECT_EQ(parse_ner_text(u, o, "ewt.conllu").sentences[0].labels, (S{"VBP", "RB", "VB"}));
+}
+
+// ---- features ----
+
+namespace {
+
+text::FullTokenizer tiny_tokenizer() {
+  return text::FullTokenizer(std::make_shared<const text::Vocab>(text::Vocab::from_tokens(
+                                 {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "johan", "##son", "lives", "in",
+                                  "oslo", "北", "京", "大", "学"},
+                                 "ner-test")),
+                             true);
+}
+
+NerSentence sentence(S words, S labels) {
+  NerSentence s;
+  s.words = std::move(words);
+  s.labels = std::move(labels);
+  for (size_t i = 0; i < s.words.size(); ++i) {
+    s.lines.push_back(s.words[i] + "\t" + s.labels[i]);
+    s.line_numbers.push_back(static_cast<int64_t>(i) + 1);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(NerFeatures, FirstSubTokenLabelsAndLabelAllTokens) {
+  const auto tok = tiny_tokenizer();
+  const std::vector<NerSentence> train = {sentence({"Johanson", "lives", "in", "Oslo"}, {"B-PER", "O", "O", "B-LOC"})};
+  const LabelList labels = LabelList::from_training(train, TagScheme::iob2, TagScheme::iob2);
+  EXPECT_EQ(labels.labels(), (S{"B-LOC", "B-PER", "I-LOC", "I-PER", "O"}));  // sorted, I- of every type
+  NerFeatureOptions o;
+  o.max_seq_length = 8;
+  NerFeatures f = convert_sentences_to_features(train, tok, labels, o, "t");
+  ASSERT_EQ(f.windows.size(), 1u);
+  // [CLS] johan ##son lives in oslo [SEP] [PAD]
+  EXPECT_EQ(f.windows[0].input_ids, (std::vector<int32_t>{2, 5, 6, 7, 8, 9, 3, 0}));
+  EXPECT_EQ(f.windows[0].labels, (std::vector<int32_t>{-100, 1, -100, 4, 4, 0, -100, -100}));
+  o.label_all_tokens = true;
+  f = convert_sentences_to_features(train, tok, labels, o, "t");
+  EXPECT_EQ(f.windows[0].labels, (std::vector<int32_t>{-100, 1, 3, 4, 4, 0, -100, -100}));  // ##son: I-PER
+  // Chinese words become characters, labelled the same way.
+  const std::vector<NerSentence> zh = {sentence({"北京", "大学"}, {"B-ORG", "I-ORG"})};
+  const LabelList zl = LabelList::from_training(zh, TagScheme::iob2, TagScheme::iob2);  // B-ORG I-ORG O
+  o.label_all_tokens = false;
+  f = convert_sentences_to_features(zh, tok, zl, o, "zh");
+  EXPECT_EQ(f.windows[0].labels, (std::vector<int32_t>{-100, 0, -100, 1, -100, -100, -100, -100}));
+}
+
+TEST(NerFeatures, UnseenLabelNamesFileAndLine) {
+  const auto tok = tiny_tokenizer();
+  const LabelList labels = LabelList::from_training({sentence({"oslo"}, {"B-LOC"})}, TagScheme::iob2, TagScheme::iob2);
+  NerSentence dev = sentence({"in", "johan"}, {"O", "B-PER"});
+  const std::string e = error_of([&] { convert_sentences_to_features({dev}, tok, labels, {}, "dev.conll"); });
+  EXPECT_NE(e.find("dev.conll:2: label 'B-PER' is not one of the model's 3 labels"), std::string::npos) << e;
+}
+
+TEST(NerFeatures, DocStrideWindowsAndMaxContext) {
+  const auto tok = tiny_tokenizer();
+  // 5 words of one piece each; T = 5 holds 3 pieces; stride 1: windows [0,3) [1,4) [2,5).
+  const std::vector<NerSentence> s = {sentence({"in", "oslo", "lives", "johan", "in"}, {"O", "B-LOC", "O", "B-PER", "O"})};
+  const LabelList labels = LabelList::from_training(s, TagScheme::iob2, TagScheme::iob2);
+  NerFeatureOptions o;
+  o.max_seq_length = 5;
+  o.doc_stride = 1;
+  NerFeatures f = convert_sentences_to_features(s, tok, labels, o, "t");
+  ASSERT_EQ(f.windows.size(), 3u);
+  // Piece 2 ("lives"): min(left, right) context is 0 in windows 0 and 2, 1 in window 1 -> window 1, position 2.
+  // Piece 0 only in window 0; piece 1: window 0 (left 1, right 1) beats window 1 (left 0); piece 3: window 2
+  // (left 1, right 1) beats window 1 (right 0); piece 4 only in window 2.
+  EXPECT_EQ(f.word_sources[0], (std::vector<std::pair<int32_t, int32_t>>{{0, 1}, {0, 2}, {1, 2}, {2, 2}, {2, 3}}));
+  // Every word gets exactly one prediction, read from its source window.
+  const int64_t C = labels.size();  // B-LOC B-PER I-LOC I-PER O
+  std::vector<std::vector<float>> logits(3, std::vector<float>(static_cast<size_t>(5 * C), 0.f));
+  auto vote = [&](int w, int pos, int label) { logits[static_cast<size_t>(w)][static_cast<size_t>(pos * C + label)] = 5.f; };
+  vote(0, 1, 4);
+  vote(0, 2, 0);
+  vote(1, 2, 4);
+  vote(2, 2, 1);
+  vote(1, 3, 0);  // a vote for "johan" in window 1, which is not its source: ignored
+  vote(2, 3, 4);
+  const auto pred = predict_word_labels(f, labels, logits, o);
+  EXPECT_EQ(pred[0], (S{"O", "B-LOC", "O", "B-PER", "O"}));
+  // Back in the file's scheme: IOB1 writes single chunks with I-.
+  o.file_scheme = TagScheme::iob1;
+  EXPECT_EQ(predict_word_labels(f, labels, logits, o)[0], (S{"O", "I-LOC", "O", "I-PER", "O"}));
+}
+
+TEST(NerFeatures, WordsWithoutPiecesGetUnk) {
+  const auto tok = tiny_tokenizer();
+  // U+200B alone is deleted by BasicTokenizer (CASES.md C35): the word would have no piece.
+  const std::vector<NerSentence> s = {sentence({"oslo", "\u200b"}, {"B-LOC", "O"})};
+  const LabelList labels = LabelList::from_training(s, TagScheme::iob2, TagScheme::iob2);
+  NerFeatures f = convert_sentences_to_features(s, tok, labels, {}, "t");
+  EXPECT_EQ(f.words_without_pieces, 1);
+  EXPECT_EQ(f.windows[0].input_ids[2], 1);  // [UNK]
+  EXPECT_EQ(f.word_sources[0].size(), 2u);
+}
+
+TEST(NerPredictions, FileLayout) {
+  std::vector<NerSentence> s = {sentence({"Oslo", "rocks"}, {"B-LOC", "O"})};
+  s[0].preamble = {"# text = Oslo rocks"};
+  s[0].lines[1] = "rocks O";  // a space-separated line gets a space
+  EXPECT_EQ(format_predictions(s, {{"B-LOC", "B-PER"}}), "# text = Oslo rocks\nOslo\tB-LOC\tB-LOC\nrocks O B-PER\n\n");
+}
