@@ -5,8 +5,10 @@
 # Steps: the corpus to Simplified characters with Debian's opencc (t2s); a word segmentation with jieba and the
 # reference file (scripts/chinese_ref.py, Hugging Face run_chinese_ref.py's format); shards with
 # --do_whole_word_mask --chinese_ref_file; pretraining (configs/pretrain/bert-mini-chinese-wwm.json); finetuning.
-# Everything goes to $OUT (default /work/runs/chinese_experiment). PRETRAIN_STEPS (300), FINETUNE_STEPS (300),
-# THREADS (2), NICE (19). SMALL=1 uses the 12-chapter sample corpus instead of the full one.
+# Everything goes to $OUT (default /work/runs/chinese_experiment). PRETRAIN_STEPS (300), FINETUNE_STEPS (300, NER),
+# CMRC_STEPS (150), THREADS (2), NICE (19), INITS ("pretrained random": which finetuning runs; "random" alone
+# skips pretraining, so the random-initialisation runs can go beside it). SMALL=1 uses the 12-chapter sample
+# corpus instead of the full one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$root/build/bertrain}
@@ -14,6 +16,8 @@ DATA=${DATA:-$root/../shared/data}
 OUT=${OUT:-/work/runs/chinese_experiment}
 PRETRAIN_STEPS=${PRETRAIN_STEPS:-300}
 FINETUNE_STEPS=${FINETUNE_STEPS:-300}
+CMRC_STEPS=${CMRC_STEPS:-150}
+INITS=${INITS:-pretrained random}
 THREADS=${THREADS:-2}
 NICE=${NICE:-19}
 VOCAB=$DATA/chinese/vocab/bert-base-chinese-vocab.txt
@@ -43,7 +47,7 @@ for s in train eval; do
 done
 echo "== pretraining $(date -u +%H:%M:%S)"
 ck=bert-mini-chinese-wwm/checkpoint-$PRETRAIN_STEPS
-if [ ! -d "$ck" ]; then
+if [[ " $INITS " == *" pretrained "* && ! -d "$ck" ]]; then
   (cd "$root" && run pretrain --config configs/pretrain/bert-mini-chinese-wwm.json --output_dir="$OUT/bert-mini-chinese-wwm" \
     --phases.1.num_train_steps="$PRETRAIN_STEPS" --eval_dir="$OUT/shards_eval128" \
     --phases.1.input_dir="$OUT/shards_train128" --vocab_file="$VOCAB" --no_progress) > pretrain.log 2>&1
@@ -54,7 +58,7 @@ echo "== finetuning $(date -u +%H:%M:%S)"
 mkdir -p cmrc
 [ -f cmrc/train.json ] || { xz -dc "$DATA/chinese/cmrc2018/cmrc2018_dev.json.xz" > cmrc/cmrc2018_dev.json;
   /usr/bin/python3 "$root/scripts/split_cmrc.py" cmrc/cmrc2018_dev.json "$DATA/chinese/cmrc2018/cmrc2018_trial.json" cmrc; }
-for init in pretrained random; do
+for init in $INITS; do
   if [ $init = pretrained ]; then model=(--init_checkpoint "$ck"); else model=(--bert_config_file "$root/configs/model/bert-mini-chinese.json"); fi
   [ -f ner-$init/eval_results.json ] || run run-ner --train_file zh_gsdsimp-ud-train.iob2 \
     --validation_file "$DATA/ner/uner_zh_gsdsimp/zh_gsdsimp-ud-dev.iob2" "${model[@]}" --vocab_file "$VOCAB" \
@@ -63,14 +67,14 @@ for init in pretrained random; do
     --return_entity_level_metrics > ner-$init.log 2>&1
   [ -f cmrc-$init/predictions.json ] || run run-squad --train_file cmrc/train.json --predict_file cmrc/dev.json \
     "${model[@]}" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 256 --doc_stride 128 \
-    --max_query_length 32 --train_batch_size 16 --learning_rate 1e-4 --num_train_epochs 2 --max_steps "$FINETUNE_STEPS" \
+    --max_query_length 32 --train_batch_size 16 --learning_rate 1e-4 --num_train_epochs 2 --max_steps "$CMRC_STEPS" \
     --save_checkpoints_steps 0 --seed 1 --output_dir cmrc-$init --do_train --do_predict > cmrc-$init.log 2>&1
   "$BIN" squad-evaluate --metric cmrc2018 --data_file cmrc/dev.json --prediction_file cmrc-$init/predictions.json \
     > cmrc-$init/cmrc2018_eval.json
 done
 echo "== done $(date -u +%H:%M:%S)"
 grep -h '"eval' pretrain.log | tail -1 || true
-for init in pretrained random; do
+for init in $INITS; do
   echo "$init NER: $(/usr/bin/python3 -c "import json;r=json.load(open('ner-$init/eval_results.json'));print('f1 %.4f accuracy %.4f step %d'%(r['eval_f1'],r['eval_accuracy'],r['global_step']))")"
   echo "$init CMRC: $(cat cmrc-$init/cmrc2018_eval.json)"
 done

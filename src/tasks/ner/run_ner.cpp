@@ -21,18 +21,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A batch of windows [b, e) as model inputs and labels.
+// A batch of windows as model inputs and labels, padded to its longest window (+ [CLS] and [SEP]) rather than to
+// max_seq_length: sentences (tweets) are mostly far shorter than T, and padding only adds masked positions, so
+// the logits of real positions are the same (up to the matmul's summation order).
 struct Batch {
   Tensor ids, mask, labels;
 };
 Batch make_batch(const NerFeatures& f, const std::vector<size_t>& rows) {
-  const int64_t B = static_cast<int64_t>(rows.size()), T = static_cast<int64_t>(f.windows[rows[0]].input_ids.size());
+  const int64_t B = static_cast<int64_t>(rows.size());
+  int64_t T = 0;
+  for (size_t r : rows) T = std::max<int64_t>(T, f.windows[r].length + 2);
   Batch b{Tensor::empty({B, T}, DType::i32), Tensor::empty({B, T}, DType::i32), Tensor::empty({B, T}, DType::i32)};
   for (int64_t r = 0; r < B; ++r) {
     const NerWindow& w = f.windows[rows[static_cast<size_t>(r)]];
-    std::copy(w.input_ids.begin(), w.input_ids.end(), b.ids.data<int32_t>() + r * T);
-    std::copy(w.input_mask.begin(), w.input_mask.end(), b.mask.data<int32_t>() + r * T);
-    std::copy(w.labels.begin(), w.labels.end(), b.labels.data<int32_t>() + r * T);
+    std::copy_n(w.input_ids.begin(), T, b.ids.data<int32_t>() + r * T);
+    std::copy_n(w.input_mask.begin(), T, b.mask.data<int32_t>() + r * T);
+    std::copy_n(w.labels.begin(), T, b.labels.data<int32_t>() + r * T);
   }
   return b;
 }
