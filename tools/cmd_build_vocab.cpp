@@ -1,12 +1,15 @@
 // cmd_build_vocab.cpp: `bertrain build-vocab`: trains a sentencepiece model (unigram or BPE) on a corpus and
-// writes spm.model, spm.vocab and a BERT-style vocab.txt (see train_sentencepiece for the mapping).
+// writes spm.model, spm.vocab and a BERT-style vocab.txt (see train_sentencepiece for the mapping); or, with
+// --model_type chinese_char, a bert-base-chinese-style character vocab.txt (build_char_vocab).
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <sstream>
 
 #include "bertrain/core/error.h"
+#include "bertrain/text/char_vocab.h"
 #include "bertrain/text/sentencepiece_tokenizer.h"
+#include <filesystem>
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -14,6 +17,7 @@ namespace {
 
 struct BuildVocabFlags {
   std::string input_file, do_lower_case = "false";
+  int64_t min_count = 1;
   text::SentencePieceTrainOptions opts;
 };
 
@@ -24,6 +28,17 @@ int run_build_vocab(BuildVocabFlags& f) {
     if (!item.empty()) f.opts.input_files.push_back(item);
   f.opts.do_lower_case = parse_bool_flag("do_lower_case", f.do_lower_case);
   const auto t0 = std::chrono::steady_clock::now();
+  if (f.opts.model_type == "chinese_char") {
+    std::filesystem::create_directories(f.opts.output_dir);
+    text::CharVocabOptions co{f.opts.input_files, f.opts.output_dir + "/vocab.txt", f.opts.vocab_size, f.min_count,
+                              f.opts.do_lower_case};
+    const text::CharVocabResult r = text::build_char_vocab(co);
+    if (r.invalid_utf8_lines > 0) spdlog::warn("build-vocab: skipped {} non-UTF-8 line(s)", r.invalid_utf8_lines);
+    spdlog::info("build-vocab: {} lines, wrote {} ({} tokens: {} characters, {} ## pieces), covering {:.4f}% of the "
+                 "corpus's characters", r.lines, co.output_file, r.vocab_size, r.characters, r.continuations,
+                 100 * r.coverage);
+    return 0;
+  }
   const text::SentencePieceTrainResult r = text::train_sentencepiece(f.opts);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r.invalid_utf8_lines > 0)
@@ -41,8 +56,9 @@ Registrar reg{{"build-vocab", "train a sentencepiece model and a BERT-style voca
                  sub.add_option("--output_dir", f->opts.output_dir, "directory for spm.model, spm.vocab, vocab.txt")
                      ->required();
                  sub.add_option("--vocab_size", f->opts.vocab_size, "sentencepiece vocab size")->required();
-                 sub.add_option("--model_type", f->opts.model_type, "unigram or bpe (default unigram)")
-                     ->check(CLI::IsMember({"unigram", "bpe"}));
+                 sub.add_option("--model_type", f->opts.model_type, "unigram, bpe (sentencepiece) or chinese_char (characters and ## pieces, as bert-base-chinese)")
+                     ->check(CLI::IsMember({"unigram", "bpe", "chinese_char"}));
+                 sub.add_option("--min_count", f->min_count, "chinese_char: leave out characters seen fewer times");
                  sub.add_option("--do_lower_case", f->do_lower_case, "true|false (default false)")
                      ->expected(0, 1)
                      ->default_str("false");

@@ -33,6 +33,7 @@
 // schedule
 #include "bertrain/schedule/schedule.h"
 // text
+#include "bertrain/text/char_vocab.h"
 #include "bertrain/text/sentencepiece_tokenizer.h"
 #include "bertrain/text/tokenizer.h"
 #include "bertrain/text/unicode.h"

@@ -7,6 +7,7 @@ bertrain_add_layer(text
     text/vocab.cpp
     text/tokenizer.cpp
     text/sentencepiece_tokenizer.cpp
+    text/char_vocab.cpp
   PRIVATE_DEPS
     bertrain::core
     PkgConfig::UTF8PROC

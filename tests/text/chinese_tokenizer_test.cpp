@@ -2,6 +2,12 @@
 // invisible characters) as google-research/bert tokenization.py, and the tokenize_chinese_chars switch.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "bertrain/text/char_vocab.h"
 #include "bertrain/text/tokenizer.h"
 
 using namespace bertrain::text;
@@ -36,4 +42,27 @@ TEST(ChineseBasicTokenizer, C35TokenizeChineseCharsSwitch) {
   EXPECT_EQ(FullTokenizer(vocab, true, std::nullopt, false).tokenize("的人有"), (S{"的", "##人", "##有"}));
   EXPECT_EQ(BasicTokenizer(true, std::nullopt, false).tokenize("我用iPhone拍照。"), (S{"我用iphone拍照", "。"}));
   EXPECT_FALSE(BasicTokenizer(true, std::nullopt, false).tokenize_chinese_chars());
+}
+
+TEST(ChineseCharVocab, CharactersThenContinuationPieces) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bertrain_char_vocab_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream((dir / "c.txt").string()) << "我用iPhone12拍照。\n我们的我\n";
+  CharVocabOptions o{{(dir / "c.txt").string()}, (dir / "vocab.txt").string(), 100, 1, true};
+  const CharVocabResult r = build_char_vocab(o);
+  // Token starts: 我 x3, then once each, by code point: i U+0069, 。 U+3002, 们 U+4EEC, 拍 U+62CD, 照 U+7167,
+  // 用 U+7528, 的 U+7684.
+  // Continuations inside "iphone12": p h o n e 1 2 once each (ties by code point: 1 2 e h n o p).
+  std::ifstream in((dir / "vocab.txt").string());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  EXPECT_EQ(lines, (S{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "我", "i", "。", "们", "拍", "照", "用", "的",
+                      "##1", "##2", "##e", "##h", "##n", "##o", "##p"}));
+  EXPECT_EQ(r.characters, 8);
+  EXPECT_EQ(r.continuations, 7);
+  EXPECT_DOUBLE_EQ(r.coverage, 1.0);
+  // The vocab tokenizes its corpus without [UNK].
+  auto v = std::make_shared<const Vocab>(Vocab::load((dir / "vocab.txt").string()));
+  EXPECT_EQ(FullTokenizer(v, true).tokenize("我用iPhone12"), (S{"我", "用", "i", "##p", "##h", "##o", "##n", "##e", "##1", "##2"}));
+  std::filesystem::remove_all(dir);
 }
