@@ -128,3 +128,17 @@ TEST(ChineseSquad, PredictionsAreTheParagraphsCharacters) {
   EXPECT_EQ(predict(6, 6), "Nexon");  // case restored by get_final_text
   EXPECT_EQ(predict(7, 9), "开发。");
 }
+
+TEST(ChineseSquad, AnswerStartNotAtItsTextIsRepairedOrSkipped) {
+  // CMRC 2018 as published: answer_start 1 does not point at 甲乙 (at 0 and 3): the nearest occurrence, 0, is used;
+  // an answer_start past the end is no error; a text that does not occur skips the question.
+  SquadReadResult r = parse_squad_examples(one_question("甲乙丙甲乙丁", "甲乙", 1), true, false, "zh.json");
+  EXPECT_EQ(r.examples[0].start_position, 0);
+  EXPECT_EQ(r.num_repaired, 1);
+  r = parse_squad_examples(one_question("甲乙丙甲乙丁", "甲乙", 9), true, false, "zh.json");
+  EXPECT_EQ(r.examples[0].start_position, 3);
+  r = parse_squad_examples(one_question("甲乙丙甲乙丁", "丁丁", 2), true, false, "zh.json");
+  EXPECT_TRUE(r.examples.empty());
+  EXPECT_EQ(r.skipped_ids, (S{"q"}));
+  EXPECT_EQ(parse_squad_examples(one_question("甲乙丙甲乙丁", "丁丁", 20), false, false, "zh.json").examples.size(), 1u);
+}

@@ -302,3 +302,91 @@ TEST(NerPredictions, FileLayout) {
   s[0].lines[1] = "rocks O";  // a space-separated line gets a space
   EXPECT_EQ(format_predictions(s, {{"B-LOC", "B-PER"}}), "# text = Oslo rocks\nOslo\tB-LOC\tB-LOC\nrocks O B-PER\n\n");
 }
+
+// ---- model and the whole command ----
+
+#include <filesystem>
+#include <fstream>
+
+#include "bertrain/io/config.h"
+#include "test_util.h"
+
+TEST(NerModel, HuggingFaceNamesAndLossOverLabelledPositions) {
+  BertConfig c = bertrain::test::tiny_bert_config(20, 8, 1, 2, 16, 16);
+  c.num_labels = 3;
+  c.hidden_dropout_prob = 0;
+  c.attention_probs_dropout_prob = 0;
+  Rng rng(1, 0);
+  BertForTokenClassification m(c, rng);
+  std::map<std::string, Shape> shapes;
+  for (const auto& [n, v] : m.named_parameters()) shapes[n] = v.shape();
+  EXPECT_EQ(shapes.at("classifier.weight"), (Shape{3, 8}));
+  EXPECT_EQ(shapes.at("classifier.bias"), (Shape{3}));
+  EXPECT_EQ(shapes.count("bert.pooler.dense.weight"), 0u);  // no pooler, as Hugging Face
+  Tensor ids = Tensor::empty({1, 4}, DType::i32), labels = Tensor::empty({1, 4}, DType::i32);
+  const int32_t id[4] = {2, 5, 6, 3}, lab[4] = {-100, 1, 2, -100};
+  std::copy(id, id + 4, ids.data<int32_t>());
+  std::copy(lab, lab + 4, labels.data<int32_t>());
+  Variable logits = m.forward(BertInputs{ids, Tensor(), Tensor(), 0, 0});
+  ASSERT_EQ(logits.shape(), (Shape{1, 4, 3}));
+  // Mean cross-entropy over positions 1 and 2 only, by hand from the logits.
+  const float* l = logits.value().data<float>();
+  double want = 0;
+  for (int p : {1, 2}) {
+    const float* row = l + p * 3;
+    const double mx = std::max({row[0], row[1], row[2]});
+    const double lse = mx + std::log(std::exp(row[0] - mx) + std::exp(row[1] - mx) + std::exp(row[2] - mx));
+    want += lse - row[lab[p]];
+  }
+  EXPECT_NEAR(m.loss(logits, labels).item(), want / 2, 1e-5);
+  labels.data<int32_t>()[1] = 3;
+  EXPECT_THROW(m.loss(logits, labels), Error);
+}
+
+TEST(RunNer, TrainEvaluatePredictAndLabelsByName) {
+  namespace fs = std::filesystem;
+  const fs::path dir = bertrain::test::temp_dir("run_ner");
+  const std::string vocab = (dir / "vocab.txt").string();
+  bertrain::test::write_file(vocab, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\njohan\n##son\nlives\nin\noslo\n");
+  BertConfig c = bertrain::test::tiny_bert_config(10, 8, 1, 2, 16, 32);
+  save_bert_config((dir / "config.json").string(), c);
+  std::string train;
+  for (int i = 0; i < 8; ++i) train += "Johanson\tB-PER\nlives\tO\nin\tO\nOslo\tB-LOC\n\n";
+  bertrain::test::write_file(dir / "train.conll", train);
+  bertrain::test::write_file(dir / "dev.conll", "Oslo\tB-LOC\nlives\tO\n\n");
+  RunNerOptions o;
+  o.train_file = (dir / "train.conll").string();
+  o.validation_file = o.test_file = (dir / "dev.conll").string();
+  o.bert_config_file = (dir / "config.json").string();
+  o.vocab_file = vocab;
+  o.max_seq_length = 16;
+  o.do_train = o.do_eval = o.do_predict = true;
+  o.finetune.output_dir = (dir / "out").string();
+  o.finetune.train_batch_size = 4;
+  o.finetune.learning_rate = 1e-2;
+  o.finetune.num_train_epochs = 10;
+  o.finetune.progress = false;
+  const RunNerResult r = run_ner(o);
+  EXPECT_EQ(r.training.global_step, 20);
+  EXPECT_TRUE(r.eval_metrics.count("eval_f1"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "eval_results.json"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "test_predictions.txt"));
+  EXPECT_EQ(bertrain::test::split_lines(bertrain::test::read_file((dir / "out" / "predictions.txt").string())).size(), 3u);
+  // The checkpoint names its outputs (C43) ...
+  const BertConfig saved = load_bert_config((dir / "out" / "best" / "config.json").string());
+  EXPECT_EQ(saved.id2label, (S{"B-LOC", "B-PER", "I-LOC", "I-PER", "O"}));
+  // ... so evaluating it needs no training file, and a dev label it does not know is one line naming file and line.
+  RunNerOptions e = o;
+  e.do_train = e.do_predict = false;
+  e.train_file.clear();
+  e.bert_config_file.clear();
+  e.init_checkpoint = (dir / "out" / "best").string();
+  e.finetune.output_dir = (dir / "eval").string();
+  const RunNerResult re = run_ner(e);
+  EXPECT_DOUBLE_EQ(re.eval_metrics.at("eval_f1"), r.eval_metrics.at("eval_f1"));
+  bertrain::test::write_file(dir / "bad.conll", "Oslo\tB-LOC\nlives\tB-ORG\n");
+  e.validation_file = (dir / "bad.conll").string();
+  const std::string err = error_of([&] { run_ner(e); });
+  EXPECT_NE(err.find("bad.conll:2: label 'B-ORG' is not one of the model's 5 labels"), std::string::npos) << err;
+  fs::remove_all(dir);
+}

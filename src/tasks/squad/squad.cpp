@@ -3,6 +3,7 @@
 #include "bertrain/tasks/squad/squad.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "bertrain/core/error.h"
@@ -19,6 +20,21 @@ namespace {
 
 // The reference's is_whitespace in read_squad_examples (not the tokenizer's: U+00A0 is not whitespace here).
 bool is_squad_whitespace(char32_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0x202F; }
+
+// The code point offset of the occurrence of `needle` in `hay` whose start is nearest to `near` (the earlier
+// one on a tie), or -1.
+int64_t nearest_occurrence(std::string_view hay, std::string_view needle, int64_t near) {
+  std::vector<char32_t> h, n;
+  text::utf8_decode_append(hay, h);
+  text::utf8_decode_append(needle, n);
+  int64_t best = -1;
+  for (size_t i = 0; n.size() <= h.size() && i + n.size() <= h.size(); ++i) {
+    if (!std::equal(n.begin(), n.end(), h.begin() + static_cast<std::ptrdiff_t>(i))) continue;
+    const int64_t at = static_cast<int64_t>(i);
+    if (best < 0 || std::abs(at - near) < std::abs(best - near)) best = at;
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -92,6 +108,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
             const int64_t start = int_field((*answers)[k], "answer_start", source, a_where);
             const int64_t len = static_cast<int64_t>(text::utf8_length(text));
             BERTRAIN_CHECK(start >= 0, source, ": ", a_where, ": answer_start ", start, " is negative");
+            if (shared_glued) continue;  // CJK paragraphs: answer_start is checked (and repaired) below
             BERTRAIN_CHECK(start + std::max<int64_t>(len, 1) <= context_len, source, ": ", a_where,
                            ": answer_start ", start, " with a text of ", len,
                            " characters runs past the end of its context (", context_len, " characters)");
@@ -104,9 +121,21 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
           if (!ex.is_impossible) {
             const json& answer = (*answers)[0];
             ex.orig_answer_text = answer["text"].get<std::string>();
-            const int64_t answer_offset = answer["answer_start"].get<int64_t>();
+            int64_t answer_offset = answer["answer_start"].get<int64_t>();
             const int64_t answer_length = static_cast<int64_t>(text::utf8_length(ex.orig_answer_text));
             BERTRAIN_CHECK(answer_length > 0, source, ": ", id_where, ": the answer text is empty");
+            if (shared_glued) {
+              // CMRC 2018 as published: about 2% of answer_starts do not point at their text (some past the end).
+              // Take the occurrence of the text nearest to answer_start; none: skip the question, as the
+              // reference skips answers it cannot find.
+              answer_offset = nearest_occurrence(context, ex.orig_answer_text, answer_offset);
+              if (answer_offset < 0) {
+                ++r.num_skipped;
+                r.skipped_ids.push_back(ex.qas_id);
+                continue;
+              }
+              if (answer_offset != answer["answer_start"].get<int64_t>()) ++r.num_repaired;
+            }
             ex.start_position = char_to_word_offset[answer_offset];
             ex.end_position = char_to_word_offset[answer_offset + answer_length - 1];
             // The reference keeps only answers whose text can be recovered from the words of the span. (A

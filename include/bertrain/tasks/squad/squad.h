@@ -48,6 +48,9 @@ struct SquadReadResult {
   /// reference's "Could not find answer" warning; it skips them too).
   int64_t num_skipped = 0;
   std::vector<std::string> skipped_ids;  ///< their qas ids, in file order
+  /// Training questions of CJK paragraphs whose answer_start did not point at the answer text and were moved to
+  /// the text's nearest occurrence (CMRC 2018 as published has about 2% of them).
+  int64_t num_repaired = 0;
 };
 
 /// Reads a SQuAD JSON file as the reference `read_squad_examples(input_file, is_training)`:
@@ -58,6 +61,9 @@ struct SquadReadResult {
 ///    must have exactly one answer; questions whose words [start, end] joined by spaces do not contain the
 ///    answer text with its whitespace collapsed are skipped and counted (num_skipped), as the reference does;
 ///  - prediction (is_training = false): only id and question are used (answers are still validated).
+///  - paragraphs with CJK characters (see squad_split_paragraph): an answer_start that does not point at its text
+///    (also past the end) is no error; training takes the text's occurrence nearest to answer_start (counted in
+///    num_repaired), or skips the question when the text does not occur.
 /// Stricter than the reference (which raises KeyError/IndexError or wraps around negative indexes):
 /// throws bertrain::Error naming the file and, where it applies, the question id or the byte offset when
 /// the file cannot be read, is not valid JSON (the byte offset nlohmann reports), lacks a field or has one
