@@ -141,4 +141,7 @@ TEST(ChineseSquad, AnswerStartNotAtItsTextIsRepairedOrSkipped) {
   EXPECT_TRUE(r.examples.empty());
   EXPECT_EQ(r.skipped_ids, (S{"q"}));
   EXPECT_EQ(parse_squad_examples(one_question("甲乙丙甲乙丁", "丁丁", 20), false, false, "zh.json").examples.size(), 1u);
+  // CMRC dev has answer_start -1 (DEV_9_QUERY_3): repaired for training, accepted for prediction.
+  EXPECT_EQ(parse_squad_examples(one_question("甲乙丙甲乙丁", "丙", -1), true, false, "zh.json").examples[0].start_position, 2);
+  EXPECT_EQ(parse_squad_examples(one_question("甲乙丙甲乙丁", "丙", -1), false, false, "zh.json").examples.size(), 1u);
 }

@@ -107,8 +107,8 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
             const std::string& text = string_field((*answers)[k], "text", source, a_where);
             const int64_t start = int_field((*answers)[k], "answer_start", source, a_where);
             const int64_t len = static_cast<int64_t>(text::utf8_length(text));
+            if (shared_glued) continue;  // CJK paragraphs: answer_start is repaired below (CMRC has -1 too)
             BERTRAIN_CHECK(start >= 0, source, ": ", a_where, ": answer_start ", start, " is negative");
-            if (shared_glued) continue;  // CJK paragraphs: answer_start is checked (and repaired) below
             BERTRAIN_CHECK(start + std::max<int64_t>(len, 1) <= context_len, source, ": ", a_where,
                            ": answer_start ", start, " with a text of ", len,
                            " characters runs past the end of its context (", context_len, " characters)");

@@ -62,7 +62,7 @@ struct SquadReadResult {
 ///    answer text with its whitespace collapsed are skipped and counted (num_skipped), as the reference does;
 ///  - prediction (is_training = false): only id and question are used (answers are still validated).
 ///  - paragraphs with CJK characters (see squad_split_paragraph): an answer_start that does not point at its text
-///    (also past the end) is no error; training takes the text's occurrence nearest to answer_start (counted in
+///    (also past the end, or negative) is no error; training takes the text's occurrence nearest to answer_start (counted in
 ///    num_repaired), or skips the question when the text does not occur.
 /// Stricter than the reference (which raises KeyError/IndexError or wraps around negative indexes):
 /// throws bertrain::Error naming the file and, where it applies, the question id or the byte offset when
