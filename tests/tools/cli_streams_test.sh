@@ -22,6 +22,7 @@ declare -A bad=(
   [inspect]="$no"
   [pretrain]="--config $no.json"
   [run-classifier]="--task_name SST-2 --data_dir $no --vocab_file $no-vocab.txt --output_dir $tmp/out --do_eval"
+  [run-ner]="--vocab_file $no-vocab.txt --output_dir $tmp/out --do_eval --validation_file $no.conll"
   [run-squad]="--vocab_file $no-vocab.txt --output_dir $tmp/out --do_predict --predict_file $no.json"
   [squad-evaluate]="--data_file $no.json --prediction_file $no-predictions.json"
   [tokenize]="--vocab_file $no-vocab.txt"

@@ -9,10 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bertrain/core/error.h"
-#include "bertrain/io/checkpoint.h"
-#include "bertrain/io/config.h"
-#include "bertrain/ops/ops.h"
-#include "bertrain/tasks/glue/writers.h"
+#include "bertrain/io/atomic_file.h"
+#include "bertrain/io/tokenizer_files.h"
 #include "bertrain/train/communicator.h"
 
 namespace bertrain::ner {
@@ -123,17 +121,6 @@ std::string format_predictions(const std::vector<NerSentence>& sentences,
 
 namespace {
 
-// Set-up shared with run-classifier / run-squad (tasks::FinetuneCommandOptions once the tools renovation lands).
-BertConfig model_config(const RunNerOptions& o) {
-  std::string path = o.bert_config_file;
-  if (path.empty()) {
-    BERTRAIN_CHECK(!o.init_checkpoint.empty(), "give --bert_config_file (or --init_checkpoint with a config.json beside it)");
-    const fs::path ck(o.init_checkpoint);
-    path = ((fs::is_directory(ck) ? ck : ck.parent_path()) / kConfigFileName).string();
-  }
-  return load_bert_config(path);
-}
-
 std::string json_text(const std::map<std::string, double>& m, int64_t step) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, v] : m) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
@@ -151,7 +138,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
   BERTRAIN_CHECK(!o.do_eval || !o.validation_file.empty(), "--do_eval needs --validation_file");
   BERTRAIN_CHECK(!o.do_predict || !o.test_file.empty(), "--do_predict needs --test_file");
   BERTRAIN_CHECK(!o.finetune.output_dir.empty(), "--output_dir is required");
-  set_matmul_precision(o.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
+  tasks::set_bf16(o.bf16);
 
   // Files first: a malformed one fails before the model is built.
   auto read = [&](const std::string& path) {
@@ -183,7 +170,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
                  "--model_tag_scheme must be iob2 or iobes, got ", o.model_tag_scheme);
   fo.validate();
 
-  BertConfig cfg = model_config(o);
+  BertConfig cfg = tasks::finetune_model_config(o);
   LabelList labels;
   if (cfg.has_label_names()) {
     // C43: a finetuned checkpoint names its outputs; its order is the model's, labels are found by name.
@@ -202,10 +189,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
   cfg.num_labels = labels.size();
   text::FullTokenizer tok(std::make_shared<const text::Vocab>(text::Vocab::load(o.vocab_file)), o.do_lower_case,
                           std::nullopt, o.tokenize_chinese_chars);
-  BERTRAIN_CHECK(static_cast<int64_t>(tok.vocab().size()) <= cfg.vocab_size, "vocab file ", o.vocab_file, " has ",
-                 tok.vocab().size(), " entries but the model's vocab_size is ", cfg.vocab_size);
-  BERTRAIN_CHECK(o.max_seq_length <= cfg.max_position_embeddings, "--max_seq_length ", o.max_seq_length,
-                 " exceeds max_position_embeddings ", cfg.max_position_embeddings);
+  tasks::check_finetune_inputs(o, cfg, tok);
   auto featurize = [&](const NerFile& f) {
     NerFeatures x = convert_sentences_to_features(f.sentences, tok, labels, fo, f.path);
     spdlog::info("{}: {} windows of at most {} pieces ({} pieces{})", f.path, x.windows.size(), o.max_seq_length - 2,
@@ -219,13 +203,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
 
   Rng init(o.finetune.seed, 0x4e45);
   BertForTokenClassification model(cfg, init);
-  if (o.init_checkpoint.empty()) {
-    spdlog::info("no --init_checkpoint: training from random initialisation");
-  } else {
-    LoadReport rep;
-    load_model(o.init_checkpoint, model, rep);
-    spdlog::info("init_checkpoint {}: {}", o.init_checkpoint, rep.summary());
-  }
+  tasks::load_init_checkpoint(o.init_checkpoint, model);
   const std::string& out_dir = o.finetune.output_dir;
   fs::create_directories(out_dir);
   const bool chunks = scheme != TagScheme::none;
@@ -233,8 +211,8 @@ RunNerResult run_ner(const RunNerOptions& o) {
   auto evaluate = [&](int64_t step) {
     NerEvaluation ev = evaluate_ner(model, dev.sentences, dev_f, labels, fo, o.eval_batch_size);
     res.eval_metrics = ner_metrics_map(ev, chunks, o.return_entity_level_metrics);
-    glue::write_text_file_atomic((fs::path(out_dir) / "eval_results.json").string(), json_text(res.eval_metrics, step));
-    glue::write_text_file_atomic((fs::path(out_dir) / "predictions.txt").string(),
+    write_text_atomic((fs::path(out_dir) / "eval_results.json").string(), json_text(res.eval_metrics, step));
+    write_text_atomic((fs::path(out_dir) / "predictions.txt").string(),
                                  format_predictions(dev.sentences, ev.predictions));
     spdlog::info("eval at step {}: {}", step, json_text(res.eval_metrics, step));
     return res.eval_metrics;
@@ -252,13 +230,12 @@ RunNerResult run_ner(const RunNerOptions& o) {
       t.evaluate = evaluate;
       t.primary_metric = chunks ? "eval_f1" : "eval_accuracy";
     }
-    const std::string vocab_file = o.vocab_file;
-    const bool lower = o.do_lower_case;
-    t.write_extra_files = [vocab_file, lower](const std::string& dir) {
-      fs::copy_file(vocab_file, fs::path(dir) / "vocab.txt", fs::copy_options::overwrite_existing);
-      nlohmann::json tc{{"do_lower_case", lower}, {"tokenizer_class", "BertTokenizer"}};
-      glue::write_text_file_atomic((fs::path(dir) / "tokenizer_config.json").string(), tc.dump(2) + "\n");
-    };
+    BertTokenizerFiles tf;  // tasks::tokenizer_files_writer's, with the tokenize_chinese_chars used here
+    tf.vocab_file = o.vocab_file;
+    tf.do_lower_case = o.do_lower_case;
+    tf.model_max_length = cfg.max_position_embeddings;
+    tf.tokenize_chinese_chars = o.tokenize_chinese_chars;
+    t.write_extra_files = [tf](const std::string& dir) { save_tokenizer_files(dir, tf); };
     res.training = run_finetuning(model, cfg, o.finetune, t);
     res.exit_code = res.training.exit_code;
     if (res.exit_code != 0) return res;
@@ -268,9 +245,9 @@ RunNerResult run_ner(const RunNerOptions& o) {
   if (o.do_predict && world()->rank() == 0) {
     NerEvaluation ev = evaluate_ner(model, test.sentences, test_f, labels, fo, o.predict_batch_size);
     const auto m = ner_metrics_map(ev, chunks, o.return_entity_level_metrics, "test_");
-    glue::write_text_file_atomic((fs::path(out_dir) / "test_results.json").string(),
+    write_text_atomic((fs::path(out_dir) / "test_results.json").string(),
                                  json_text(m, res.training.global_step));
-    glue::write_text_file_atomic((fs::path(out_dir) / "test_predictions.txt").string(),
+    write_text_atomic((fs::path(out_dir) / "test_predictions.txt").string(),
                                  format_predictions(test.sentences, ev.predictions));
     spdlog::info("test: {}", json_text(m, res.training.global_step));
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bertrain/models/bert.h"
+#include "bertrain/tasks/finetune_command.h"
 #include "bertrain/tasks/ner/features.h"
 #include "bertrain/train/finetune.h"
 
@@ -40,21 +41,16 @@ std::map<std::string, double> ner_metrics_map(const NerEvaluation& e, bool chunk
 std::string format_predictions(const std::vector<NerSentence>& sentences,
                                const std::vector<std::vector<std::string>>& predictions);
 
-/// The flags of `bertrain run-ner`. Shared finetuning flags under run_classifier.py's names.
-struct RunNerOptions {
-  std::string init_checkpoint;   ///< checkpoint directory or .safetensors; empty: random initialisation
-  std::string bert_config_file;  ///< empty: config.json beside init_checkpoint
-  std::string vocab_file;
-  bool do_lower_case = true;
+/// The flags of `bertrain run-ner`: the shared finetuning flags (run_classifier.py's names) and Hugging Face
+/// run_ner.py's data flags.
+struct RunNerOptions : tasks::FinetuneCommandOptions {
+  RunNerOptions() {
+    eval_batch_size = 32;
+    predict_batch_size = 32;
+  }
+  bool do_eval = false;  ///< evaluate validation_file (after training, or the init checkpoint as it is)
   /// BasicTokenizer's tokenize_chinese_chars (Hugging Face's flag; the reference always does it).
   bool tokenize_chinese_chars = true;
-  int max_seq_length = 128;
-  int64_t eval_batch_size = 32;
-  int64_t predict_batch_size = 32;
-  bool do_train = false, do_eval = false, do_predict = false;
-  bool bf16 = false;
-  FinetuneOptions finetune;  ///< output_dir, batch size, lr, epochs, warmup, max_steps, seed, ...
-
   std::string train_file, validation_file, test_file;  ///< Hugging Face run_ner's names
   std::string data_format = "auto";  ///< auto, conll, iob2, conllu (parse_ner_format)
   std::string label_column = "upos";  ///< CoNLL-U: upos or xpos
