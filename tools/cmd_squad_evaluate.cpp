@@ -50,7 +50,7 @@ int run_squad_evaluate(const SquadEvaluateFlags& f) {
   return 0;
 }
 
-Registrar reg{{"squad-evaluate", "official SQuAD v1.1 / v2.0 evaluation of a predictions.json", [](CLI::App& sub) {
+Registrar reg{{"squad-evaluate", "official SQuAD v1.1 / v2.0 (or CMRC 2018) evaluation of a predictions.json", [](CLI::App& sub) {
                  auto f = std::make_shared<SquadEvaluateFlags>();
                  sub.add_option("--data_file", f->data_file, "SQuAD data file with gold answers (its \"version\" "
                                                              "picks v1.1 or v2.0 scoring)")

@@ -3,11 +3,18 @@
 // put the answer at answer_start, not at an earlier occurrence of the same text; predictions are the
 // paragraph's characters.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
 
 #include "bertrain/core/error.h"
 #include "bertrain/tasks/squad/cmrc2018.h"
+#include "bertrain/tasks/squad/evaluate.h"
 #include "bertrain/tasks/squad/squad.h"
 #include "bertrain/text/tokenizer.h"
+#include "test_util.h"
 
 using namespace bertrain;
 using namespace bertrain::squad;
@@ -66,6 +73,92 @@ TEST(Cmrc2018, EvaluateAndPrintout) {
   EXPECT_EQ(r.unanswered, (S{"q3"}));
   EXPECT_EQ(r.to_json("pred.json"),
             R"({"AVERAGE": "41.667", "F1": "50.000", "EM": "33.333", "TOTAL": 3, "SKIP": 1, "FILE": "pred.json"})");
+}
+
+namespace {
+
+// Runs a shell command; returns its stdout, the exit status in *status.
+std::string run(const std::string& cmd, int* status) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr) << cmd;
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = ::pclose(p);
+  *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+const std::string kBertrain = std::string(BERTRAIN_BINARY_DIR) + "/bertrain";
+
+}  // namespace
+
+TEST(Cmrc2018, SquadEvaluateCliOnHandMadeFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = bertrain::test::temp_dir("cmrc_cli");
+  bertrain::test::write_file(dir / "dev.json", R"({"version": "v1.0", "data": [{"title": "t", "paragraphs": [
+    {"context": "由韩国Nexon公司开发。", "qas": [
+      {"id": "q1", "question": "?", "answers": [{"text": "踢爆", "answer_start": 0}]},
+      {"id": "q2", "question": "?", "answers": [{"text": "2V2", "answer_start": 0}, {"text": "2V2、4V4随机", "answer_start": 0}]},
+      {"id": "q3", "question": "?", "answers": [{"text": "Nexon公司", "answer_start": 3}]}]},
+    {"context": "甲", "qas": [
+      {"id": "q4", "question": "?", "answers": [{"text": "甲", "answer_start": 0}]},
+      {"id": "q5", "question": "?", "answers": [{"text": "“红楼梦”", "answer_start": 0}]},
+      {"id": "q6", "question": "?", "answers": [{"text": "踢爆", "answer_start": 0}]}]}]}]})");
+  // q1 "踢爆。" (as \u escapes): 。 removed on both sides, F1 1, EM 1. q2: [4v4 随 机 配 对] against the
+  // second answer [2v24v4 随 机]: F1 0.5, EM 0. q3: [nexon] against [nexon 公 司]: P 1, R 1/3, F1 0.5, EM 0.
+  // q4: unanswered, 0 (TOTAL 6, SKIP 1). q5: “红楼梦” without its quotes: F1 1, EM 1. q6: [为 踢 爆] against
+  // [踢 爆]: P 2/3, R 1, F1 0.8, EM 0. "zz" is not a question: ignored.
+  // F1 = 100 (1 + 0.5 + 0.5 + 0 + 1 + 0.8) / 6 = 63.333; EM = 100 * 2 / 6 = 33.333; AVERAGE = 48.333.
+  bertrain::test::write_file(dir / "pred.json", R"({"q1": "\u8e22\u7206\u3002", "q2": "4V4随机配对", "q3": "nexon",
+    "q5": "红楼梦", "q6": "为踢爆", "zz": "x"})");
+  const std::string pred = (dir / "pred.json").string();
+  int status = -1;
+  const std::string cmd = kBertrain + " squad-evaluate --metric cmrc2018 --data_file " + (dir / "dev.json").string() +
+                          " --prediction_file " + pred;
+  EXPECT_EQ(run(cmd + " 2>" + (dir / "err.txt").string(), &status),
+            R"({"AVERAGE": "48.333", "F1": "63.333", "EM": "33.333", "TOTAL": 6, "SKIP": 1, "FILE": ")" + pred +
+                "\"}\n");
+  EXPECT_EQ(status, 0);
+  // As the script, one stderr line per unanswered question.
+  EXPECT_EQ(bertrain::test::read_file((dir / "err.txt").string()), "Unanswered question: q4\n");
+  // A prediction file that is not JSON: one line naming it, exit 1, nothing on stdout.
+  bertrain::test::write_file(dir / "bad.json", "{\"q1\": ");
+  const std::string out = run(kBertrain + " squad-evaluate --metric cmrc2018 --data_file " +
+                                  (dir / "dev.json").string() + " --prediction_file " + (dir / "bad.json").string() +
+                                  " 2>&1 >/dev/null",
+                              &status);
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("bad.json"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Cmrc2018, SquadEvaluateCliOnTheSharedDevFile) {
+  // The real CMRC 2018 dev file (3219 questions): its own first answers as predictions score 100 / 100.
+  namespace fs = std::filesystem;
+  const std::string xz = std::string(BERTRAIN_SHARED_DATA_DIR) + "/chinese/cmrc2018/cmrc2018_dev.json.xz";
+  if (!fs::exists(xz)) GTEST_SKIP() << "shared CMRC 2018 dev file not found: " << xz;
+  const fs::path dir = bertrain::test::temp_dir("cmrc_dev");
+  int status = -1;
+  run("xz -dc " + xz + " > " + (dir / "dev.json").string(), &status);
+  ASSERT_EQ(status, 0) << "xz -dc " << xz;
+  const SquadGold gold = read_squad_gold((dir / "dev.json").string());
+  ASSERT_EQ(gold.questions.size(), 3219u);
+  SquadPredictions first;  // predictions_json writes them as write_predictions does
+  for (const SquadGoldQuestion& q : gold.questions) {
+    first.qas_ids.push_back(q.id);
+    first.predictions.push_back(q.answers.at(0));
+  }
+  bertrain::test::write_file(dir / "pred.json", first.predictions_json());
+  const std::string out = run(kBertrain + " squad-evaluate --metric cmrc2018 --data_file " + (dir / "dev.json").string() +
+                                  " --prediction_file " + (dir / "pred.json").string(),
+                              &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(out.substr(0, out.find(", \"FILE\"")),
+            R"({"AVERAGE": "100.000", "F1": "100.000", "EM": "100.000", "TOTAL": 3219, "SKIP": 0)");
+  fs::remove_all(dir);
 }
 
 namespace {

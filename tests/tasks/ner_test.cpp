@@ -121,6 +121,45 @@ TEST(NerMetrics, IllFormedPredictionsAndEmptyPredictions) {
   EXPECT_DOUBLE_EQ(m.accuracy, 0.5);
 }
 
+TEST(NerMetrics, PrecisionAndRecallDiffer) {
+  // gold PER(0,1) LOC(3,3) ORG(5,5); predicted PER(0,1) LOC(3,4): 1 correct, 2 predicted, 3 gold.
+  // P = 1/2, R = 1/3, F1 = 2 (1/6) / (5/6) = 2/5; tokens 4 and 5 differ: accuracy 4/6.
+  NerMetrics m = compute_ner_metrics({{"B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG"}},
+                                     {{"B-PER", "I-PER", "O", "B-LOC", "I-LOC", "O"}});
+  EXPECT_EQ(m.overall.correct, 1);
+  EXPECT_EQ(m.overall.predicted, 2);
+  EXPECT_EQ(m.overall.gold, 3);
+  EXPECT_DOUBLE_EQ(m.overall.precision, 0.5);
+  EXPECT_DOUBLE_EQ(m.overall.recall, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(m.overall.f1, 0.4);
+  EXPECT_DOUBLE_EQ(m.accuracy, 4.0 / 6.0);
+  EXPECT_DOUBLE_EQ(m.per_type.at("PER").f1, 1.0);
+  EXPECT_EQ(m.per_type.at("LOC").predicted, 1);  // LOC(3,4) is not LOC(3,3): boundaries must match
+  EXPECT_DOUBLE_EQ(m.per_type.at("LOC").f1, 0.0);
+  EXPECT_EQ(m.per_type.at("ORG").gold, 1);
+  EXPECT_DOUBLE_EQ(m.per_type.at("ORG").recall, 0.0);
+}
+
+TEST(NerMetrics, IllFormedIobesPredictions) {
+  // seqeval's default-mode E/S rules on a prediction no IOBES writer would make:
+  // I-PER after O starts PER, E-PER ends it: PER(0,1); E-LOC after O starts and the next tag ends it: LOC(3,3);
+  // S-ORG is ORG(4,4); B-ORG after S starts another: ORG(5,5). Gold B-PER E-PER O S-LOC B-ORG E-ORG is PER(0,1)
+  // LOC(3,3) ORG(4,5). Correct 2 (PER, LOC) of 4 predicted and 3 gold: P = 1/2, R = 2/3,
+  // F1 = 2 (1/3) / (7/6) = 4/7. Equal tags at positions 1 and 2 only: accuracy 2/6.
+  NerMetrics m = compute_ner_metrics({{"B-PER", "E-PER", "O", "S-LOC", "B-ORG", "E-ORG"}},
+                                     {{"I-PER", "E-PER", "O", "E-LOC", "S-ORG", "B-ORG"}});
+  EXPECT_EQ(m.overall.predicted, 4);
+  EXPECT_EQ(m.overall.gold, 3);
+  EXPECT_EQ(m.overall.correct, 2);
+  EXPECT_DOUBLE_EQ(m.overall.precision, 0.5);
+  EXPECT_DOUBLE_EQ(m.overall.recall, 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(m.overall.f1, 4.0 / 7.0);
+  EXPECT_DOUBLE_EQ(m.accuracy, 2.0 / 6.0);
+  EXPECT_EQ(m.per_type.at("ORG").predicted, 2);
+  EXPECT_DOUBLE_EQ(m.per_type.at("ORG").precision, 0.0);
+  EXPECT_DOUBLE_EQ(m.per_type.at("LOC").f1, 1.0);
+}
+
 TEST(NerMetrics, SchemesGiveTheSameChunks) {
   // One gold chunk set written in IOB1, IOB2 and IOBES; the prediction (IOB2) gets LOC right and PER(0,1) cut
   // to PER(0,0): P = R = 1/2 in every scheme.
