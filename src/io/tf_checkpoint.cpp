@@ -1,0 +1,484 @@
+// tf_checkpoint.cpp: TensorFlow tensor bundles through LevelDB's Table / TableBuilder (the index format is
+// LevelDB's table format, snappy blocks included) and protobuf-lite messages from tensor_bundle.proto.
+#include "bertrain/io/tf_checkpoint.h"
+
+#include <fcntl.h>
+#include <leveldb/comparator.h>
+#include <leveldb/env.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
+#include <leveldb/table.h>
+#include <leveldb/table_builder.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "bertrain/core/crc32c.h"
+#include "bertrain/core/error.h"
+#include "bertrain/io/safetensors.h"
+#include "io/file_util.h"
+#include "io/tensor_bundle.pb.h"
+
+namespace bertrain {
+
+namespace fs = std::filesystem;
+namespace pb = bertrain::tfbundle;
+
+namespace {
+
+// TensorFlow's kTensorBundleVersion: a bundle whose version.min_consumer exceeds it needs a newer reader.
+constexpr int kBundleVersion = 1;
+// tensorflow/core/lib/io/table_options.h: TensorFlow writes bundle indexes with these table options
+// (BundleWriter::Finish sets kNoCompression; the block size and restart interval are the table defaults).
+constexpr size_t kTfTableBlockSize = 262144;
+constexpr int kTfTableRestartInterval = 16;
+// An index is a few bytes per tensor: a larger "index" is a wrong file, not a checkpoint.
+constexpr uint64_t kMaxIndexBytes = uint64_t{1} << 30;
+
+// leveldb::RandomAccessFile over the index bytes held in memory (the whole index is read once anyway).
+class StringSource final : public leveldb::RandomAccessFile {
+ public:
+  explicit StringSource(const std::string& bytes) : bytes_(bytes) {}
+  leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result, char*) const override {
+    if (offset > bytes_.size()) {
+      *result = leveldb::Slice();
+      return leveldb::Status::Corruption("read past the end of the index");
+    }
+    *result = leveldb::Slice(bytes_.data() + offset, std::min<uint64_t>(n, bytes_.size() - offset));
+    return leveldb::Status::OK();
+  }
+
+ private:
+  const std::string& bytes_;
+};
+
+// leveldb::WritableFile appending to a string (the index is written atomically once complete).
+class StringSink final : public leveldb::WritableFile {
+ public:
+  leveldb::Status Append(const leveldb::Slice& d) override {
+    bytes.append(d.data(), d.size());
+    return leveldb::Status::OK();
+  }
+  leveldb::Status Close() override { return leveldb::Status::OK(); }
+  leveldb::Status Flush() override { return leveldb::Status::OK(); }
+  leveldb::Status Sync() override { return leveldb::Status::OK(); }
+  std::string bytes;
+};
+
+int element_size(int dtype) {
+  switch (dtype) {
+    case 1: case 3: case 22: return 4;                     // float, int32, uint32
+    case 2: case 9: case 8: case 23: return 8;             // double, int64, complex64, uint64
+    case 4: case 6: case 10: case 11: case 12: return 1;   // uint8, int8, bool, qint8, quint8
+    case 5: case 14: case 15: case 16: case 17: case 19: return 2;  // int16, bfloat16, qint16, quint16, uint16, half
+    case 13: return 4;                                     // qint32
+    case 18: return 16;                                    // complex128
+    default: return 0;                                     // string, resource, variant, unknown
+  }
+}
+
+bool read_varint64(const char*& p, const char* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift <= 63 && p < end; shift += 7) {
+    const auto b = static_cast<uint8_t>(*p++);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+uint32_t le32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+struct StringLayout {
+  std::vector<uint64_t> lengths;
+  size_t lengths_end = 0;   // offset of the 4-byte lengths checksum
+  uint32_t lengths_crc = 0; // as stored (masked)
+};
+
+// Splits a DT_STRING entry's bytes (tensor_bundle.cc WriteStringTensor): numel varint64 lengths, the masked
+// CRC-32C of those lengths (each as uint32, or uint64 above 2^32-1), then the bytes.
+std::optional<StringLayout> parse_string_layout(const std::string& bytes, int64_t numel) {
+  StringLayout s;
+  const char* p = bytes.data();
+  const char* end = p + bytes.size();
+  uint64_t total = 0;
+  for (int64_t i = 0; i < numel; ++i) {
+    uint64_t len;
+    if (!read_varint64(p, end, len)) return std::nullopt;
+    s.lengths.push_back(len);
+    total += len;
+  }
+  if (end - p < 4) return std::nullopt;
+  s.lengths_end = static_cast<size_t>(p - bytes.data());
+  s.lengths_crc = le32(p);
+  if (total != static_cast<uint64_t>(end - p - 4)) return std::nullopt;
+  return s;
+}
+
+uint32_t extend_length(uint32_t crc, uint64_t len) {
+  if (len <= 0xffffffffu) {
+    const auto l32 = static_cast<uint32_t>(len);
+    return crc32c::extend(crc, &l32, 4);
+  }
+  return crc32c::extend(crc, &len, 8);
+}
+
+}  // namespace
+
+std::string tf_dtype_name(int d) {
+  if (pb::DataType_IsValid(d)) return pb::DataType_Name(static_cast<pb::DataType>(d));
+  return "DT_" + std::to_string(d);
+}
+
+std::optional<DType> tf_dtype_to_bertrain(int d) {
+  switch (static_cast<TfDType>(d)) {
+    case TfDType::float32: return DType::f32;
+    case TfDType::float64: return DType::f64;
+    case TfDType::bfloat16: return DType::bf16;
+    case TfDType::int32: return DType::i32;
+    case TfDType::int64: return DType::i64;
+    case TfDType::int8: return DType::i8;
+    case TfDType::half: return DType::f32;
+    default: return std::nullopt;
+  }
+}
+
+int64_t TfTensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TfTensorInfo::shape_str() const {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::string tf_checkpoint_prefix(const std::string& path) {
+  static const std::regex data_re(R"((.*)\.data-\d{5}-of-\d{5})");
+  std::smatch m;
+  if (path.size() > 6 && path.compare(path.size() - 6, 6, ".index") == 0) return path.substr(0, path.size() - 6);
+  if (std::regex_match(path, m, data_re)) return m[1].str();
+  return path;
+}
+
+bool is_tf_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (path.empty()) return false;
+  return fs::is_regular_file(tf_checkpoint_prefix(path) + ".index", ec);
+}
+
+std::string tf_data_file_name(const std::string& prefix, int shard, int num_shards) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, ".data-%05d-of-%05d", shard, num_shards);
+  return prefix + buf;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reader
+
+struct TfCheckpointReader::Impl {
+  std::string prefix, index_path;
+  int num_shards = 0;
+  int producer = 0;
+  std::vector<TfTensorInfo> entries;
+  std::map<std::string, size_t> by_name;
+  struct Shard {
+    std::string path;
+    int fd = -1;
+    uint64_t size = 0;
+  };
+  std::vector<Shard> shards;
+  ~Impl() {
+    for (auto& s : shards)
+      if (s.fd >= 0) ::close(s.fd);
+  }
+};
+
+TfCheckpointReader TfCheckpointReader::open(const std::string& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->prefix = tf_checkpoint_prefix(path);
+  impl->index_path = impl->prefix + ".index";
+  const std::string& ip = impl->index_path;
+  std::error_code ec;
+  BERTRAIN_CHECK(fs::is_regular_file(ip, ec), "TF checkpoint '", impl->prefix, "': index file '", ip,
+                 "' does not exist");
+  const uint64_t index_size = fs::file_size(ip, ec);
+  BERTRAIN_CHECK(!ec && index_size <= kMaxIndexBytes, "TF checkpoint index '", ip, "': cannot read it (",
+                 ec ? ec.message() : "larger than 1 GiB", ")");
+  const std::string bytes = read_text_file(ip);
+
+  leveldb::Options options;
+  options.paranoid_checks = true;  // verify the index block's CRC when opening
+  options.compression = leveldb::kNoCompression;
+  StringSource source(bytes);
+  leveldb::Table* raw_table = nullptr;
+  leveldb::Status st = leveldb::Table::Open(options, &source, bytes.size(), &raw_table);
+  BERTRAIN_CHECK(st.ok(), "TF checkpoint index '", ip, "' is not a LevelDB table (", st.ToString(), ")");
+  std::unique_ptr<leveldb::Table> table(raw_table);
+  leveldb::ReadOptions ro;
+  ro.verify_checksums = true;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(table->NewIterator(ro));
+  it->SeekToFirst();
+  BERTRAIN_CHECK(it->status().ok(), "TF checkpoint index '", ip, "' is not a readable LevelDB table (",
+                 it->status().ToString(), ")");
+  BERTRAIN_CHECK(it->Valid() && it->key().empty(), "TF checkpoint index '", ip,
+                 "' has no bundle header under the empty key: not a TensorFlow checkpoint index");
+  pb::BundleHeaderProto header;
+  BERTRAIN_CHECK(header.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())),
+                 "TF checkpoint index '", ip, "': the header is not a BundleHeaderProto");
+  BERTRAIN_CHECK(header.endianness() == pb::BundleHeaderProto::LITTLE, "TF checkpoint index '", ip,
+                 "': the bundle is big-endian; bertrain reads little-endian bundles only");
+  BERTRAIN_CHECK(header.version().min_consumer() <= kBundleVersion, "TF checkpoint index '", ip,
+                 "': the bundle needs a reader of version >= ", header.version().min_consumer(),
+                 " (bertrain reads version ", kBundleVersion, ")");
+  for (int bad : header.version().bad_consumers())
+    BERTRAIN_CHECK(bad != kBundleVersion, "TF checkpoint index '", ip, "': the bundle excludes readers of version ",
+                   kBundleVersion);
+  BERTRAIN_CHECK(header.num_shards() >= 1 && header.num_shards() <= 99999, "TF checkpoint index '", ip,
+                 "': num_shards is ", header.num_shards());
+  impl->num_shards = header.num_shards();
+  impl->producer = header.version().producer();
+
+  for (it->Next(); it->Valid(); it->Next()) {
+    TfTensorInfo e;
+    e.name = it->key().ToString();
+    pb::BundleEntryProto p;
+    BERTRAIN_CHECK(p.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())),
+                   "TF checkpoint index '", ip, "', tensor '", e.name, "': the entry is not a BundleEntryProto");
+    e.dtype = p.dtype();
+    for (const auto& d : p.shape().dim()) {
+      BERTRAIN_CHECK(d.size() >= 0, "TF checkpoint index '", ip, "', tensor '", e.name, "': negative dimension ",
+                     d.size());
+      e.shape.push_back(d.size());
+    }
+    BERTRAIN_CHECK(!p.shape().unknown_rank(), "TF checkpoint index '", ip, "', tensor '", e.name,
+                   "': the shape has unknown rank");
+    e.shard_id = p.shard_id();
+    e.offset = p.offset();
+    e.size = p.size();
+    e.crc32c = p.crc32c();
+    BERTRAIN_CHECK(!e.name.empty(), "TF checkpoint index '", ip, "': a second entry under the empty key");
+    e.sliced = p.slices_size() > 0 || e.name[0] == '\0';
+    BERTRAIN_CHECK(e.offset >= 0 && e.size >= 0, "TF checkpoint index '", ip, "', tensor '", e.name,
+                   "': negative offset or size");
+    BERTRAIN_CHECK(e.shard_id >= 0 && e.shard_id < impl->num_shards, "TF checkpoint index '", ip, "', tensor '",
+                   e.name, "': shard ", e.shard_id, " outside the ", impl->num_shards, " shards of the header");
+    const int es = element_size(e.dtype);
+    if (es > 0 && !e.sliced) {
+      BERTRAIN_CHECK(e.numel() * es == e.size, "TF checkpoint index '", ip, "', tensor '", e.name, "': ",
+                     tf_dtype_name(e.dtype), " ", e.shape_str(), " needs ", e.numel() * es, " bytes, the entry says ",
+                     e.size);
+    }
+    impl->by_name[e.name] = impl->entries.size();
+    impl->entries.push_back(std::move(e));
+  }
+  BERTRAIN_CHECK(it->status().ok(), "TF checkpoint index '", ip, "' is corrupt (", it->status().ToString(), ")");
+
+  // Data shards: every shard an entry uses must exist and hold its bytes.
+  impl->shards.resize(static_cast<size_t>(impl->num_shards));
+  for (int s = 0; s < impl->num_shards; ++s) impl->shards[s].path = tf_data_file_name(impl->prefix, s, impl->num_shards);
+  for (const auto& e : impl->entries) {
+    auto& sh = impl->shards[static_cast<size_t>(e.shard_id)];
+    if (sh.fd < 0) {
+      sh.fd = ::open(sh.path.c_str(), O_RDONLY | O_CLOEXEC);
+      BERTRAIN_CHECK(sh.fd >= 0, "TF checkpoint '", impl->prefix, "': data file '", sh.path, "' (tensor '", e.name,
+                     "') cannot be opened: ", std::strerror(errno));
+      struct stat sb;
+      BERTRAIN_CHECK(::fstat(sh.fd, &sb) == 0, "TF checkpoint data file '", sh.path, "': ", std::strerror(errno));
+      sh.size = static_cast<uint64_t>(sb.st_size);
+    }
+    BERTRAIN_CHECK(static_cast<uint64_t>(e.offset) + static_cast<uint64_t>(e.size) <= sh.size,
+                   "TF checkpoint data file '", sh.path, "' is truncated: tensor '", e.name, "' needs bytes ",
+                   e.offset, "..", e.offset + e.size, " but the file has ", sh.size);
+  }
+  TfCheckpointReader r;
+  r.impl_ = std::move(impl);
+  return r;
+}
+
+const std::string& TfCheckpointReader::prefix() const { return impl_->prefix; }
+const std::string& TfCheckpointReader::index_path() const { return impl_->index_path; }
+int TfCheckpointReader::num_shards() const { return impl_->num_shards; }
+int TfCheckpointReader::version_producer() const { return impl_->producer; }
+const std::vector<TfTensorInfo>& TfCheckpointReader::entries() const { return impl_->entries; }
+bool TfCheckpointReader::contains(const std::string& name) const { return impl_->by_name.count(name) > 0; }
+
+const TfTensorInfo& TfCheckpointReader::info(const std::string& name) const {
+  auto it = impl_->by_name.find(name);
+  BERTRAIN_CHECK(it != impl_->by_name.end(), "TF checkpoint '", impl_->prefix, "' has no tensor '", name, "'");
+  return impl_->entries[it->second];
+}
+
+std::string TfCheckpointReader::data_path(const TfTensorInfo& e) const {
+  return impl_->shards.at(static_cast<size_t>(e.shard_id)).path;
+}
+
+std::string TfCheckpointReader::read_bytes(const std::string& name) const {
+  const TfTensorInfo& e = info(name);
+  const auto& sh = impl_->shards.at(static_cast<size_t>(e.shard_id));
+  BERTRAIN_CHECK(e.dtype != 20 && e.dtype != 21, "TF checkpoint '", impl_->prefix, "', tensor '", name, "': ",
+                 tf_dtype_name(e.dtype), " entries cannot be read by bertrain");
+  std::string bytes(static_cast<size_t>(e.size), '\0');
+  if (e.size > 0) read_exact(sh.fd, bytes.data(), static_cast<uint64_t>(e.size), static_cast<uint64_t>(e.offset), sh.path);
+  uint32_t crc;
+  if (e.dtype == static_cast<int>(TfDType::string)) {
+    auto layout = parse_string_layout(bytes, e.numel());
+    BERTRAIN_CHECK(layout.has_value(), "TF checkpoint data file '", sh.path, "', tensor '", name,
+                   "': the DT_STRING element lengths do not add up to the entry's ", e.size, " bytes");
+    uint32_t lcrc = 0;
+    for (uint64_t len : layout->lengths) lcrc = extend_length(lcrc, len);
+    BERTRAIN_CHECK(crc32c::mask(lcrc) == layout->lengths_crc, "TF checkpoint data file '", sh.path, "', tensor '",
+                   name, "': CRC-32C mismatch of the string lengths");
+    crc = 0;
+    for (uint64_t len : layout->lengths) crc = extend_length(crc, len);
+    crc = crc32c::extend(crc, bytes.data() + layout->lengths_end, 4);
+    crc = crc32c::extend(crc, bytes.data() + layout->lengths_end + 4, bytes.size() - layout->lengths_end - 4);
+  } else {
+    crc = crc32c::value(bytes.data(), bytes.size());
+  }
+  if (crc32c::mask(crc) != e.crc32c) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "stored 0x%08x, computed 0x%08x", e.crc32c, crc32c::mask(crc));
+    throw Error("TF checkpoint data file '" + sh.path + "', tensor '" + name + "': CRC-32C mismatch (" + buf +
+                "): the file is corrupt");
+  }
+  return bytes;
+}
+
+Tensor TfCheckpointReader::load(const std::string& name, std::optional<DType> convert_to) const {
+  const TfTensorInfo& e = info(name);
+  BERTRAIN_CHECK(!e.sliced, "TF checkpoint '", impl_->prefix, "', tensor '", name,
+                 "' is a slice of a partitioned variable; bertrain reads whole (unpartitioned) tensors only");
+  const auto dt = tf_dtype_to_bertrain(e.dtype);
+  BERTRAIN_CHECK(dt.has_value(), "TF checkpoint '", impl_->prefix, "', tensor '", name, "': ",
+                 tf_dtype_name(e.dtype), " is not convertible to a bertrain tensor");
+  BERTRAIN_CHECK(e.shape.size() <= static_cast<size_t>(Shape::kMaxDims), "TF checkpoint '", impl_->prefix,
+                 "', tensor '", name, "': rank ", e.shape.size(), " exceeds bertrain's ", Shape::kMaxDims);
+  const std::string bytes = read_bytes(name);
+  Tensor t = Tensor::empty(Shape(e.shape), *dt);
+  if (e.dtype == static_cast<int>(TfDType::half)) {
+    float* d = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      d[i] = f16_to_f32(h);
+    }
+  } else if (!bytes.empty()) {
+    std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  }
+  if (convert_to && *convert_to != t.dtype()) {
+    Tensor c = Tensor::empty(t.shape(), *convert_to);
+    c.copy_from(t);
+    return c;
+  }
+  return t;
+}
+
+std::vector<std::string> TfCheckpointReader::load_strings(const std::string& name) const {
+  const TfTensorInfo& e = info(name);
+  BERTRAIN_CHECK(e.dtype == static_cast<int>(TfDType::string), "TF checkpoint '", impl_->prefix, "', tensor '", name,
+                 "' is ", tf_dtype_name(e.dtype), ", not DT_STRING");
+  const std::string bytes = read_bytes(name);
+  auto layout = parse_string_layout(bytes, e.numel());
+  std::vector<std::string> out;
+  size_t pos = layout->lengths_end + 4;
+  for (uint64_t len : layout->lengths) {
+    out.push_back(bytes.substr(pos, static_cast<size_t>(len)));
+    pos += static_cast<size_t>(len);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Writer
+
+void save_tf_checkpoint(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  BERTRAIN_CHECK(!prefix.empty(), "save_tf_checkpoint: empty prefix");
+  std::vector<const std::pair<std::string, Tensor>*> sorted;
+  std::set<std::string> names;
+  for (const auto& nt : tensors) {
+    BERTRAIN_CHECK(!nt.first.empty(), "TF checkpoint '", prefix, "': a tensor has an empty name (the empty key "
+                   "holds the bundle header)");
+    BERTRAIN_CHECK(names.insert(nt.first).second, "TF checkpoint '", prefix, "': tensor '", nt.first,
+                   "' appears twice");
+    BERTRAIN_CHECK(nt.second.defined(), "TF checkpoint '", prefix, "': tensor '", nt.first, "' is undefined");
+    sorted.push_back(&nt);
+  }
+  // Bytewise order: LevelDB's default comparator, and the order TensorFlow lays the data out in.
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+
+  std::error_code ec;
+  const fs::path parent = fs::path(prefix).parent_path();
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    BERTRAIN_CHECK(!ec && fs::is_directory(parent), "cannot create directory '", parent.string(), "': ", ec.message());
+  }
+  const std::string data_path = tf_data_file_name(prefix, 0, 1);
+  AtomicFileWriter data(data_path);
+
+  leveldb::Options options;
+  options.compression = leveldb::kNoCompression;
+  options.block_size = kTfTableBlockSize;
+  options.block_restart_interval = kTfTableRestartInterval;
+  options.comparator = leveldb::BytewiseComparator();
+  StringSink sink;
+  leveldb::TableBuilder builder(options, &sink);
+  pb::BundleHeaderProto header;
+  header.set_num_shards(1);
+  header.set_endianness(pb::BundleHeaderProto::LITTLE);
+  header.mutable_version()->set_producer(kBundleVersion);
+  builder.Add(leveldb::Slice(), header.SerializeAsString());
+
+  int64_t offset = 0;
+  try {
+  for (const auto* nt : sorted) {
+    const Tensor& t = nt->second;
+    pb::BundleEntryProto e;
+    switch (t.dtype()) {
+      case DType::f32: e.set_dtype(pb::DT_FLOAT); break;
+      case DType::f64: e.set_dtype(pb::DT_DOUBLE); break;
+      case DType::bf16: e.set_dtype(pb::DT_BFLOAT16); break;
+      case DType::i32: e.set_dtype(pb::DT_INT32); break;
+      case DType::i64: e.set_dtype(pb::DT_INT64); break;
+      case DType::i8: e.set_dtype(pb::DT_INT8); break;
+    }
+    // Always present, also empty for a scalar: TensorFlow serialises TensorShape::AsProto() unconditionally.
+    auto* shape = e.mutable_shape();
+    for (int64_t d : t.shape()) shape->add_dim()->set_size(d);
+    const auto n = static_cast<int64_t>(t.nbytes());
+    e.set_offset(offset);
+    e.set_size(n);
+    e.set_crc32c(crc32c::mask(crc32c::value(t.raw_data(), t.nbytes())));
+    data.write(t.raw_data(), t.nbytes());
+    offset += n;
+    builder.Add(nt->first, e.SerializeAsString());
+  }
+  } catch (...) {
+    builder.Abandon();  // TableBuilder must be finished or abandoned before it is destroyed
+    throw;
+  }
+  leveldb::Status st = builder.Finish();
+  BERTRAIN_CHECK(st.ok(), "TF checkpoint index '", prefix, ".index': building the table failed: ", st.ToString());
+  data.commit();
+  write_file_atomic(prefix + ".index", sink.bytes);
+}
+
+}  // namespace bertrain
