@@ -1,5 +1,6 @@
 // tf_checkpoint.cpp: TensorFlow tensor bundles through LevelDB's Table / TableBuilder (the index format is
-// LevelDB's table format, snappy blocks included) and protobuf-lite messages from tensor_bundle.proto.
+// LevelDB's table format, snappy blocks included) holding the messages of io/tensor_bundle.proto
+// (io/tensor_bundle_codec.h encodes them).
 #include "bertrain/io/tf_checkpoint.h"
 
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -26,12 +28,18 @@
 #include "bertrain/core/error.h"
 #include "bertrain/io/safetensors.h"
 #include "io/file_util.h"
-#include "io/tensor_bundle.pb.h"
+#include "io/tensor_bundle_codec.h"
 
 namespace bertrain {
 
 namespace fs = std::filesystem;
 namespace pb = bertrain::tfbundle;
+
+// types.proto DataType names, indexed by number.
+const char* const kDTypeNames[] = {"DT_INVALID", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_UINT8", "DT_INT16",
+                                   "DT_INT8", "DT_STRING", "DT_COMPLEX64", "DT_INT64", "DT_BOOL", "DT_QINT8",
+                                   "DT_QUINT8", "DT_QINT32", "DT_BFLOAT16", "DT_QINT16", "DT_QUINT16", "DT_UINT16",
+                                   "DT_COMPLEX128", "DT_HALF", "DT_RESOURCE", "DT_VARIANT", "DT_UINT32", "DT_UINT64"};
 
 namespace {
 
@@ -139,7 +147,7 @@ uint32_t extend_length(uint32_t crc, uint64_t len) {
 }  // namespace
 
 std::string tf_dtype_name(int d) {
-  if (pb::DataType_IsValid(d)) return pb::DataType_Name(static_cast<pb::DataType>(d));
+  if (d >= 0 && d < static_cast<int>(std::size(kDTypeNames))) return kDTypeNames[d];
   return "DT_" + std::to_string(d);
 }
 
@@ -241,42 +249,41 @@ TfCheckpointReader TfCheckpointReader::open(const std::string& path) {
                  it->status().ToString(), ")");
   BERTRAIN_CHECK(it->Valid() && it->key().empty(), "TF checkpoint index '", ip,
                  "' has no bundle header under the empty key: not a TensorFlow checkpoint index");
-  pb::BundleHeaderProto header;
-  BERTRAIN_CHECK(header.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())),
+  pb::Header header;
+  BERTRAIN_CHECK(pb::parse_header(std::string_view(it->value().data(), it->value().size()), header),
                  "TF checkpoint index '", ip, "': the header is not a BundleHeaderProto");
-  BERTRAIN_CHECK(header.endianness() == pb::BundleHeaderProto::LITTLE, "TF checkpoint index '", ip,
+  BERTRAIN_CHECK(header.endianness == 0, "TF checkpoint index '", ip,
                  "': the bundle is big-endian; bertrain reads little-endian bundles only");
-  BERTRAIN_CHECK(header.version().min_consumer() <= kBundleVersion, "TF checkpoint index '", ip,
-                 "': the bundle needs a reader of version >= ", header.version().min_consumer(),
-                 " (bertrain reads version ", kBundleVersion, ")");
-  for (int bad : header.version().bad_consumers())
+  BERTRAIN_CHECK(header.min_consumer <= kBundleVersion, "TF checkpoint index '", ip,
+                 "': the bundle needs a reader of version >= ", header.min_consumer, " (bertrain reads version ",
+                 kBundleVersion, ")");
+  for (int bad : header.bad_consumers)
     BERTRAIN_CHECK(bad != kBundleVersion, "TF checkpoint index '", ip, "': the bundle excludes readers of version ",
                    kBundleVersion);
-  BERTRAIN_CHECK(header.num_shards() >= 1 && header.num_shards() <= 99999, "TF checkpoint index '", ip,
-                 "': num_shards is ", header.num_shards());
-  impl->num_shards = header.num_shards();
-  impl->producer = header.version().producer();
+  BERTRAIN_CHECK(header.num_shards >= 1 && header.num_shards <= 99999, "TF checkpoint index '", ip,
+                 "': num_shards is ", header.num_shards);
+  impl->num_shards = header.num_shards;
+  impl->producer = header.producer;
 
   for (it->Next(); it->Valid(); it->Next()) {
     TfTensorInfo e;
     e.name = it->key().ToString();
-    pb::BundleEntryProto p;
-    BERTRAIN_CHECK(p.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())),
+    pb::Entry p;
+    BERTRAIN_CHECK(pb::parse_entry(std::string_view(it->value().data(), it->value().size()), p),
                    "TF checkpoint index '", ip, "', tensor '", e.name, "': the entry is not a BundleEntryProto");
-    e.dtype = p.dtype();
-    for (const auto& d : p.shape().dim()) {
-      BERTRAIN_CHECK(d.size() >= 0, "TF checkpoint index '", ip, "', tensor '", e.name, "': negative dimension ",
-                     d.size());
-      e.shape.push_back(d.size());
+    e.dtype = p.dtype;
+    for (int64_t d : p.shape) {
+      BERTRAIN_CHECK(d >= 0, "TF checkpoint index '", ip, "', tensor '", e.name, "': negative dimension ", d);
+      e.shape.push_back(d);
     }
-    BERTRAIN_CHECK(!p.shape().unknown_rank(), "TF checkpoint index '", ip, "', tensor '", e.name,
+    BERTRAIN_CHECK(!p.unknown_rank, "TF checkpoint index '", ip, "', tensor '", e.name,
                    "': the shape has unknown rank");
-    e.shard_id = p.shard_id();
-    e.offset = p.offset();
-    e.size = p.size();
-    e.crc32c = p.crc32c();
+    e.shard_id = p.shard_id;
+    e.offset = p.offset;
+    e.size = p.size;
+    e.crc32c = p.crc32c;
     BERTRAIN_CHECK(!e.name.empty(), "TF checkpoint index '", ip, "': a second entry under the empty key");
-    e.sliced = p.slices_size() > 0 || e.name[0] == '\0';
+    e.sliced = p.num_slices > 0 || e.name[0] == '\0';
     BERTRAIN_CHECK(e.offset >= 0 && e.size >= 0, "TF checkpoint index '", ip, "', tensor '", e.name,
                    "': negative offset or size");
     BERTRAIN_CHECK(e.shard_id >= 0 && e.shard_id < impl->num_shards, "TF checkpoint index '", ip, "', tensor '",
@@ -441,35 +448,35 @@ void save_tf_checkpoint(const std::string& prefix, const std::vector<std::pair<s
   options.comparator = leveldb::BytewiseComparator();
   StringSink sink;
   leveldb::TableBuilder builder(options, &sink);
-  pb::BundleHeaderProto header;
-  header.set_num_shards(1);
-  header.set_endianness(pb::BundleHeaderProto::LITTLE);
-  header.mutable_version()->set_producer(kBundleVersion);
-  builder.Add(leveldb::Slice(), header.SerializeAsString());
+  pb::Header header;
+  header.num_shards = 1;
+  header.has_version = true;
+  header.producer = kBundleVersion;
+  builder.Add(leveldb::Slice(), pb::serialize_header(header));
 
   int64_t offset = 0;
   try {
   for (const auto* nt : sorted) {
     const Tensor& t = nt->second;
-    pb::BundleEntryProto e;
+    pb::Entry e;
     switch (t.dtype()) {
-      case DType::f32: e.set_dtype(pb::DT_FLOAT); break;
-      case DType::f64: e.set_dtype(pb::DT_DOUBLE); break;
-      case DType::bf16: e.set_dtype(pb::DT_BFLOAT16); break;
-      case DType::i32: e.set_dtype(pb::DT_INT32); break;
-      case DType::i64: e.set_dtype(pb::DT_INT64); break;
-      case DType::i8: e.set_dtype(pb::DT_INT8); break;
+      case DType::f32: e.dtype = static_cast<int>(TfDType::float32); break;
+      case DType::f64: e.dtype = static_cast<int>(TfDType::float64); break;
+      case DType::bf16: e.dtype = static_cast<int>(TfDType::bfloat16); break;
+      case DType::i32: e.dtype = static_cast<int>(TfDType::int32); break;
+      case DType::i64: e.dtype = static_cast<int>(TfDType::int64); break;
+      case DType::i8: e.dtype = static_cast<int>(TfDType::int8); break;
     }
     // Always present, also empty for a scalar: TensorFlow serialises TensorShape::AsProto() unconditionally.
-    auto* shape = e.mutable_shape();
-    for (int64_t d : t.shape()) shape->add_dim()->set_size(d);
+    e.has_shape = true;
+    e.shape = t.shape().vec();
     const auto n = static_cast<int64_t>(t.nbytes());
-    e.set_offset(offset);
-    e.set_size(n);
-    e.set_crc32c(crc32c::mask(crc32c::value(t.raw_data(), t.nbytes())));
+    e.offset = offset;
+    e.size = n;
+    e.crc32c = crc32c::mask(crc32c::value(t.raw_data(), t.nbytes()));
     data.write(t.raw_data(), t.nbytes());
     offset += n;
-    builder.Add(nt->first, e.SerializeAsString());
+    builder.Add(nt->first, pb::serialize_entry(e));
   }
   } catch (...) {
     builder.Abandon();  // TableBuilder must be finished or abandoned before it is destroyed
