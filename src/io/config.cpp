@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "bertrain/core/error.h"
 #include "bertrain/io/atomic_file.h"
@@ -106,6 +107,19 @@ void read_labels(const json& j, BertConfig& c, const std::string& source) {
   c.id2label = std::move(id2label);
 }
 
+// Keys with a meaning to bertrain or written by bert_config_to_json() itself: never kept as extras.
+const std::set<std::string> kKnownKeys = {
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "initializer_range", "layer_norm_eps", "num_labels", "id2label", "label2id", "position_embedding_type",
+    "architectures", "model_type", "pad_token_id", "torch_dtype", "classifier_dropout", "use_cache",
+    "transformers_version"};
+
+void add_extras(json& j, const BertConfig& c) {
+  for (const auto& [k, v] : c.extra)
+    if (!j.contains(k)) j[k] = json::parse(v);
+}
+
 }  // namespace
 
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source) {
@@ -132,6 +146,8 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
     BERTRAIN_CHECK(it->get<std::string>() == "absolute", source, ": position_embedding_type ", it->dump(),
                    " is not supported (bertrain implements \"absolute\")");
   }
+  for (const auto& [k, v] : j.items())
+    if (!kKnownKeys.count(k)) c.extra[k] = v.dump();
   try {
     c.validate();
   } catch (const Error& e) {
@@ -177,6 +193,27 @@ std::string bert_config_to_json(const BertConfig& c) {
     j["id2label"] = std::move(id2label);
     j["label2id"] = std::move(label2id);
   }
+  add_extras(j, c);
+  return j.dump(2) + "\n";
+}
+
+std::string bert_config_to_google_json(const BertConfig& c) {
+  json j = json::object();
+  j["attention_probs_dropout_prob"] = c.attention_probs_dropout_prob;
+  j["hidden_act"] = c.hidden_act;
+  j["hidden_dropout_prob"] = c.hidden_dropout_prob;
+  j["hidden_size"] = c.hidden_size;
+  j["initializer_range"] = c.initializer_range;
+  j["intermediate_size"] = c.intermediate_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["type_vocab_size"] = c.type_vocab_size;
+  j["vocab_size"] = c.vocab_size;
+  // google-research/bert's layer norm epsilon is fixed at 1e-12 (modeling.py layer_norm); a different value is
+  // information the file must keep even though that code would not read it.
+  if (c.layer_norm_eps != 1e-12) j["layer_norm_eps"] = c.layer_norm_eps;
+  add_extras(j, c);
   return j.dump(2) + "\n";
 }
 

@@ -10,8 +10,10 @@ namespace bertrain {
 
 /// Parses a config from JSON text; `source` names it in errors (a file path). Accepts both Hugging Face
 /// config.json and google-research/bert bert_config.json: every BertConfig key is optional and keeps its
-/// default when absent (so layer_norm_eps is 1e-12 for google's files, which have no such key); unknown keys
-/// are ignored (transformers' own keys such as architectures, model_type, pad_token_id, torch_dtype...).
+/// default when absent (so layer_norm_eps is 1e-12 for google's files, which have no such key). The keys
+/// bert_config_to_json() writes itself (architectures, model_type, pad_token_id, torch_dtype, ...) and
+/// transformers_version are dropped; every other unknown key (google's directionality and pooler_*, ...) goes to
+/// BertConfig::extra and is written again by both writers below.
 /// Labels as transformers writes them: "id2label" {"0": "LABEL_0", ...} (output index as a string -> name) and
 /// "label2id" {"LABEL_0": 0, ...} (its inverse) become BertConfig::id2label; either may come alone. num_labels
 /// comes from "num_labels" or else from the size of id2label / label2id, as transformers derives it.
@@ -32,8 +34,16 @@ BertConfig load_bert_config(const std::string& path);
 /// key, "pad_token_id": 0, "position_embedding_type": "absolute", "torch_dtype": "float32",
 /// "classifier_dropout": null, "use_cache": true, and "id2label" / "label2id" ({"0": "LABEL_0", ...} /
 /// {"LABEL_0": 0, ...} with BertConfig::label_name) unless they are transformers' defaults (two labels named
-/// LABEL_0 and LABEL_1), which transformers' save_pretrained leaves out too.
+/// LABEL_0 and LABEL_1), which transformers' save_pretrained leaves out too, and the config's
+/// extra keys.
 std::string bert_config_to_json(const BertConfig& config);
+
+/// The config as google-research/bert's BertConfig.to_json_string writes bert_config.json (keys sorted,
+/// indent 2, trailing newline): its eleven keys (attention_probs_dropout_prob, hidden_act, hidden_dropout_prob,
+/// hidden_size, initializer_range, intermediate_size, max_position_embeddings, num_attention_heads,
+/// num_hidden_layers, type_vocab_size, vocab_size), layer_norm_eps only when it is not google's fixed 1e-12,
+/// and the config's extra keys.
+std::string bert_config_to_google_json(const BertConfig& config);
 
 /// Writes bert_config_to_json(config) to `path` atomically. Throws bertrain::Error on an invalid config
 /// (validate()) or an I/O failure.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct BertConfig {
   /// True when id2label holds a name other than transformers' default LABEL_<i>: the config says what its
   /// classifier's outputs mean (a checkpoint "carries labels").
   bool has_label_names() const;
+  /// Keys of the config file that bertrain does not use (google-research/bert's "directionality" and
+  /// "pooler_*", any other tool's own keys), each as its JSON text: kept so that writing the config again
+  /// (config.json, bert_config.json) loses nothing, as transformers keeps unknown config attributes.
+  std::map<std::string, std::string> extra;
 
   /// Throws bertrain::Error naming the field when a size is not positive, hidden_size is not divisible by
   /// num_attention_heads, a probability is outside [0, 1), hidden_act is unknown, or id2label is not empty and
