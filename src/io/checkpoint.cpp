@@ -2,13 +2,17 @@
 // save_pretrained / from_pretrained treat BERT (tied decoder, LayerNorm.gamma/beta, base-model prefix).
 #include "bertrain/io/checkpoint.h"
 
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "bertrain/io/config.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/tf_bert.h"
+#include "bertrain/io/tf_checkpoint.h"
 
 namespace bertrain {
 
@@ -68,7 +72,19 @@ std::string LoadReport::summary() const {
   list("ignored on purpose", ignored);
   list("renamed", renamed);
   list("converted", converted);
+  if (!optimizer_state.empty())
+    os << "\n" << optimizer_state.size() << " optimizer variables skipped (TF adam_m/adam_v slots, global_step, ...)";
+  list("warnings", warnings);
   return os.str();
+}
+
+std::string default_config_file(const std::string& checkpoint) {
+  std::error_code ec;
+  fs::path dir = fs::is_directory(checkpoint, ec) ? fs::path(checkpoint) : fs::path(checkpoint).parent_path();
+  if (dir.empty()) dir = ".";
+  const fs::path hf = dir / kConfigFileName, google = dir / "bert_config.json";
+  if (!fs::exists(hf, ec) && fs::exists(google, ec)) return google.string();
+  return hf.string();
 }
 
 std::string resolve_weights_file(const std::string& path) {
@@ -99,11 +115,75 @@ void save_model(const std::string& path, const Module& model, const std::optiona
   save_safetensors(weights, tensors, {{"format", "pt"}});
 }
 
+namespace {
+
+// One tensor of the file being loaded, in Hugging Face terms: `name` is what the model's matching sees, `file_name`
+// what messages call it (the TF variable for a TF checkpoint), `shape` the (out, in) shape.
+struct SourceTensor {
+  std::string name, file_name, dtype, file_shape;  // file_shape: as the file states it, for messages
+  Shape shape;
+  bool is_float = false;
+  std::function<Tensor(DType)> load;
+};
+
+struct Source {
+  std::string where;  // "checkpoint 'FILE'" or "TF checkpoint 'PREFIX'"
+  std::vector<SourceTensor> tensors;
+  std::vector<std::string> optimizer;  // TF optimizer variables, skipped
+};
+
+Source safetensors_source(const std::string& path) {
+  Source src;
+  const std::string file_path = resolve_weights_file(path);
+  auto file = std::make_shared<SafetensorsFile>(SafetensorsFile::open(file_path));
+  src.where = "checkpoint '" + file_path + "'";
+  for (const auto& n : file->names()) {
+    const SafetensorsInfo& info = file->info(n);
+    src.tensors.push_back({n, n, info.dtype, info.shape.str(), info.shape, is_float_st(info.dtype),
+                           [file, n](DType dt) { return file->load(n, dt); }});
+  }
+  return src;
+}
+
+// Every model variable is read (CRC-checked) and transposed before anything is assigned: the TF file has no
+// layout the model can use directly, and a corrupt tensor must stop the load before the model changes.
+Source tf_source(const std::string& prefix) {
+  Source src;
+  TfCheckpointReader r = TfCheckpointReader::open(prefix);
+  src.where = "TF checkpoint '" + r.prefix() + "'";
+  TfMappingReport rep;
+  for (auto& t : read_tf_bert_weights(r, nullptr, "", rep)) {
+    Tensor value = t.value;
+    std::string file_shape = "[";
+    for (int i = 0; i < value.dim(); ++i) file_shape += (i ? ", " : "") + std::to_string(value.size(t.transposed ? value.dim() - 1 - i : i));
+    file_shape += "]";
+    if (t.transposed) file_shape += " (transposed: " + value.shape().str() + ")";
+    src.tensors.push_back({t.hf_name, t.tf_name, safetensors_dtype_name(value.dtype()), file_shape, value.shape(),
+                           dtype_is_float(value.dtype()), [value](DType dt) {
+                             if (value.dtype() == dt) return value;
+                             Tensor c = Tensor::empty(value.shape(), dt);
+                             c.copy_from(value);
+                             return c;
+                           }});
+  }
+  src.optimizer = rep.optimizer;
+  for (const auto* names : {&rep.unexpected, &rep.not_convertible})
+    for (const auto& n : *names) src.tensors.push_back({n, n, "?", "", Shape{}, false, nullptr});
+  return src;
+}
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
 void load_model(const std::string& path, Module& model, LoadReport& report, const LoadOptions& options) {
   report = LoadReport{};
-  const std::string file_path = resolve_weights_file(path);
-  SafetensorsFile file = SafetensorsFile::open(file_path);
-  const std::string where = "checkpoint '" + file_path + "'";
+  const auto tf_prefix = find_tf_checkpoint(path);
+  Source src = tf_prefix ? tf_source(*tf_prefix) : safetensors_source(path);
+  const std::string& where = src.where;
+  report.optimizer_state = src.optimizer;
 
   std::set<std::string> tied;
   auto params = own_parameters(model, &tied);
@@ -113,10 +193,12 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
     index[params[i].first] = i;
     if (starts_with(params[i].first, "bert.")) model_prefixed = true;
   }
-  const std::vector<std::string> names = file.names();
   bool file_prefixed = false;
-  for (const auto& n : names)
-    if (starts_with(n, "bert.")) file_prefixed = true;
+  std::map<std::string, const SourceTensor*> by_name;
+  for (const auto& t : src.tensors) {
+    if (starts_with(t.name, "bert.")) file_prefixed = true;
+    by_name[t.name] = &t;
+  }
 
   // File name -> model name: LayerNorm.gamma/beta aliases, then the base-model prefix (transformers'
   // _fix_key and base_model_prefix handling).
@@ -133,36 +215,48 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
   };
 
   struct Assignment {
-    std::string file_name;
+    const SourceTensor* src;
     size_t param;
   };
   std::vector<Assignment> plan;
   std::map<size_t, std::string> assigned_from;
   auto word_emb = index.find(model_prefixed ? "bert.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight");
-  const bool file_has_bias = file.contains("cls.predictions.bias");
+  const SourceTensor* file_bias = by_name.count("cls.predictions.bias") ? by_name["cls.predictions.bias"] : nullptr;
+  const SourceTensor* file_word = nullptr;
+  for (const char* w : {"bert.embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight"})
+    if (by_name.count(w)) file_word = by_name[w];
 
-  for (const auto& n : names) {
-    const SafetensorsInfo& info = file.info(n);
+  for (const auto& st : src.tensors) {
+    const std::string& n = st.name;
     std::string m = map_name(n);
     if (is_harmless_buffer(m)) {
       report.ignored.push_back(n);
       continue;
     }
     if (m == kTiedDecoderWeight) {
-      // Tied to the word embeddings: accept it when its shape agrees, never load it.
+      // Tied to the word embeddings: accept it when its shape agrees, never load it; report a decoder whose
+      // values differ (the model uses the word embeddings: CASES.md C33).
       if (word_emb != index.end()) {
         const Shape& ws = params[word_emb->second].second.shape();
-        BERTRAIN_CHECK(info.shape == ws, where, ", tensor '", n, "': shape ", info.shape.str(),
+        BERTRAIN_CHECK(st.shape == ws, where, ", tensor '", st.file_name, "': shape ", st.shape.str(),
                        " differs from the word embeddings ", ws.str(), " it is tied to");
       }
+      if (file_word && st.is_float && file_word->is_float &&
+          !same_values(st.load(DType::f32), file_word->load(DType::f32)))
+        report.warnings.push_back(st.file_name + " differs from " + file_word->file_name +
+                                  ": the model ties the decoder to the word embeddings and uses those");
       report.ignored.push_back(n);
       continue;
     }
     if (m == "cls.predictions.decoder.bias") {
-      if (file_has_bias) {
-        const SafetensorsInfo& b = file.info("cls.predictions.bias");
-        BERTRAIN_CHECK(info.shape == b.shape, where, ", tensor '", n, "': shape ", info.shape.str(),
-                       " differs from cls.predictions.bias ", b.shape.str(), " it is tied to");
+      if (file_bias) {
+        BERTRAIN_CHECK(st.shape == file_bias->shape, where, ", tensor '", st.file_name, "': shape ", st.shape.str(),
+                       " differs from cls.predictions.bias ", file_bias->shape.str(), " it is tied to");
+        // One bias, added once (CASES.md C33): two different values make the file ambiguous.
+        BERTRAIN_CHECK(!st.is_float || !file_bias->is_float ||
+                           same_values(st.load(DType::f32), file_bias->load(DType::f32)),
+                       where, ": tensors 'cls.predictions.bias' and '", st.file_name,
+                       "' differ; the masked-LM bias is one tensor (added once), so the checkpoint is ambiguous");
         report.ignored.push_back(n);
         continue;
       }
@@ -171,21 +265,22 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
     auto it = index.find(m);
     if (it == index.end()) {
       if (tied.count(m)) report.ignored.push_back(n);
-      else report.unexpected.push_back(n);
+      else report.unexpected.push_back(st.file_name);
       continue;
     }
     const auto& [pname, var] = params[it->second];
-    BERTRAIN_CHECK(!assigned_from.count(it->second), where, ": tensors '", assigned_from[it->second], "' and '", n,
-                   "' both map to parameter '", pname, "'");
-    assigned_from[it->second] = n;
-    BERTRAIN_CHECK(info.shape == var.shape(), where, ", tensor '", n, "': shape mismatch: the file has ",
-                   info.shape.str(), ", the model's parameter '", pname, "' is ", var.shape().str());
-    BERTRAIN_CHECK(is_float_st(info.dtype) || !dtype_is_float(var.dtype()), where, ", tensor '", n, "': dtype ",
-                   info.dtype, " cannot be loaded into floating-point parameter '", pname, "'");
-    if (n != pname) report.renamed.push_back(n + " -> " + pname);
-    if (info.dtype != safetensors_dtype_name(var.dtype()))
-      report.converted.push_back(pname + ": " + info.dtype + " -> " + dtype_name(var.dtype()));
-    plan.push_back({n, it->second});
+    BERTRAIN_CHECK(!assigned_from.count(it->second), where, ": tensors '", assigned_from[it->second], "' and '",
+                   st.file_name, "' both map to parameter '", pname, "'");
+    assigned_from[it->second] = st.file_name;
+    BERTRAIN_CHECK(st.shape == var.shape(), where, ", tensor '", st.file_name, "': shape mismatch: the file has ",
+                   st.file_shape, ", the model's parameter '", pname, "' is ", var.shape().str(),
+                   " (from its config)");
+    BERTRAIN_CHECK(st.is_float || !dtype_is_float(var.dtype()), where, ", tensor '", st.file_name, "': dtype ",
+                   st.dtype, " cannot be loaded into floating-point parameter '", pname, "'");
+    if (n != pname) report.renamed.push_back(st.file_name + " -> " + pname);
+    if (st.dtype != safetensors_dtype_name(var.dtype()))
+      report.converted.push_back(pname + ": " + st.dtype + " -> " + dtype_name(var.dtype()));
+    plan.push_back({&st, it->second});
   }
   for (size_t i = 0; i < params.size(); ++i)
     if (!assigned_from.count(i)) report.missing.push_back(params[i].first);
@@ -210,7 +305,7 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
   for (const auto& a : plan) {
     // Copy into the existing storage: views of a parameter held elsewhere stay valid.
     Tensor dst = params[a.param].second.value();
-    dst.copy_from(file.load(a.file_name, dst.dtype()));
+    dst.copy_from(a.src->load(dst.dtype()));
     report.loaded.push_back(params[a.param].first);
   }
 }

@@ -1,7 +1,7 @@
 # io layer: safetensors, TF checkpoints, config.json, recipes, checkpoints. The TF bundle index is a LevelDB
 # table (Debian's libleveldb, which brings snappy), private: no public header includes it.
 #
-# Its values are protobuf messages (io/tensor_bundle.proto), encoded and decoded by io/tensor_bundle_codec.cpp
+# Its values are protobuf messages (io/tensor_bundle.proto), encoded and decoded by io/tf_bert.cpp io/tensor_bundle_codec.cpp
 # rather than by protobuf's C++ runtime: Debian's libsentencepiece.so (text layer) exports its own bundled,
 # older copy of protobuf-lite's symbols, and in one process the dynamic linker binds every caller to whichever
 # copy it meets first (measured: `bertrain inspect` crashed inside libsentencepiece with protoc-generated code;
@@ -10,6 +10,6 @@
 find_package(leveldb CONFIG REQUIRED)
 bertrain_add_layer(io
   SOURCES io/safetensors.cpp io/file_util.cpp io/config.cpp io/checkpoint.cpp io/recipe.cpp io/tokenizer_files.cpp io/tf_checkpoint.cpp
-    io/tensor_bundle_codec.cpp
+    io/tf_bert.cpp io/tensor_bundle_codec.cpp
   PUBLIC_DEPS bertrain::core bertrain::models bertrain::nn bertrain::optim bertrain::schedule
   PRIVATE_DEPS nlohmann_json::nlohmann_json leveldb::leveldb)

@@ -63,12 +63,8 @@ struct PretrainTrainer::Impl {
     r.validate(o.world_size);
     log = StepLogger((fs::path(r.output_dir) / "metrics.jsonl").string(), o.rank == 0,
                      o.progress && isatty(STDERR_FILENO), r.log_every_steps);
-    // Model config: bert_config_file, else config.json beside the init checkpoint.
-    std::string cfg_path = r.bert_config_file;
-    if (cfg_path.empty()) {
-      fs::path ck(r.init_checkpoint);
-      cfg_path = (fs::is_directory(ck) ? ck : ck.parent_path()) / "config.json";
-    }
+    // Model config: bert_config_file, else config.json (or Google's bert_config.json) beside the init checkpoint.
+    const std::string cfg_path = r.bert_config_file.empty() ? default_config_file(r.init_checkpoint) : r.bert_config_file;
     cfg = load_bert_config(cfg_path);
     if (!r.vocab_file.empty()) {
       text::Vocab v = text::Vocab::load(r.vocab_file);

@@ -27,6 +27,8 @@ struct LoadReport {
   std::vector<std::string> ignored;     // file tensors skipped on purpose: position_ids buffers, the tied decoder
   std::vector<std::string> renamed;     // "file name -> parameter name" (LayerNorm.gamma/beta, bert. prefix)
   std::vector<std::string> converted;   // "name: F16 -> f32" when the file dtype differed from the parameter's
+  std::vector<std::string> optimizer_state;  // TF checkpoints: optimizer slots and counters skipped (TF names)
+  std::vector<std::string> warnings;    // e.g. a cls.predictions.decoder.weight that differs from the word embeddings
   /// True when every missing parameter belongs to the pooler or a head (bert.pooler.*, cls.*, classifier.*,
   /// qa_outputs.*): the situation of finetuning from a pretraining checkpoint, or of a checkpoint saved
   /// without its pooler.
@@ -52,7 +54,12 @@ struct LoadOptions {
 /// Throws bertrain::Error on I/O failure or an invalid config.
 void save_model(const std::string& path, const Module& model, const std::optional<BertConfig>& config = std::nullopt);
 
-/// Loads weights into `model` from a .safetensors file or a checkpoint directory's model.safetensors.
+/// Loads weights into `model` from a .safetensors file, a checkpoint directory's model.safetensors, or a
+/// TensorFlow checkpoint: a prefix whose PREFIX.index exists (google-research/bert's --init_checkpoint, e.g.
+/// dir/bert_model.ckpt), its .index file, or a directory holding one *.index and no model.safetensors. A TF
+/// checkpoint's variables are mapped to Hugging Face names and layouts by bertrain/io/tf_bert.h (kernels
+/// transposed, heads renamed, optimizer slots and global_step skipped and counted in the report), every one
+/// read and CRC-checked before the model is touched; the rules below then apply to the mapped names.
 /// Matching, as transformers' from_pretrained: exact names first; then the older names `LayerNorm.gamma` /
 /// `LayerNorm.beta` (hub's bert-base-uncased files) for `LayerNorm.weight` / `LayerNorm.bias`; then the base
 /// model prefix "bert." added or removed when the file was saved from BertModel and the model is a
@@ -60,11 +67,18 @@ void save_model(const std::string& path, const Module& model, const std::optiona
 /// its shape equals the word embeddings'; `cls.predictions.decoder.bias` is taken for cls.predictions.bias
 /// when that is absent; buffers such as `bert.embeddings.position_ids` are ignored silently. F16/BF16/F64
 /// values are converted to the parameter's dtype; same-dtype loads are bit-exact.
+/// When the file holds both cls.predictions.bias and cls.predictions.decoder.bias they must be equal (one bias,
+/// added once: CASES.md C33); a decoder weight that differs from the word embeddings is reported in warnings.
 /// Throws bertrain::Error naming the file and tensor on a shape mismatch (both shapes in the message), a
 /// non-floating file tensor for a parameter, anything SafetensorsFile::open() rejects, a missing backbone
 /// parameter (unless options.require_backbone is false), or any missing/unexpected tensor when
 /// options.strict. The model is modified only after every check passed.
 void load_model(const std::string& path, Module& model, LoadReport& report, const LoadOptions& options = {});
+
+/// The config that belongs to a checkpoint when no config file is given: config.json in a checkpoint directory,
+/// or beside a .safetensors file or a TF prefix; when that does not exist and bert_config.json does (Google's
+/// zips), bert_config.json. Returns the config.json path when neither exists (the caller's error names it).
+std::string default_config_file(const std::string& checkpoint);
 
 /// The weights file of a checkpoint path: `path` itself when it is a file, else path/model.safetensors.
 /// Throws bertrain::Error when neither exists (mentioning pytorch_model.bin when only that is present).

@@ -57,7 +57,7 @@ struct PretrainRecipe {
   std::string vocab_file;
   bool do_lower_case = true;
   std::string output_dir;
-  std::string init_checkpoint;   ///< checkpoint directory or .safetensors file; empty = random init
+  std::string init_checkpoint;   ///< checkpoint directory, .safetensors file or TF prefix; empty = random init
   uint64_t seed = 12345;
   OptimizerRecipe optimizer;
   int64_t save_checkpoints_steps = 1000;
