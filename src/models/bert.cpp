@@ -138,7 +138,7 @@ BertModel::BertModel(const BertConfig& c, Rng& rng, DType dt, bool add_pooler) :
   }
 }
 
-BertModel::Output BertModel::forward(const BertInputs& in) const {
+BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_layers) const {
   const Tensor& ids = in.input_ids;
   BERTRAIN_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::i32,
                  "model input: input_ids must be i32 (B, T), got ", ids.desc());
@@ -150,6 +150,7 @@ BertModel::Output BertModel::forward(const BertInputs& in) const {
   Tensor mask = additive_mask(in, dt);
   Variable h = embeddings_->forward(in);
   bool params_need_grad = grad_mode_enabled();
+  std::vector<Variable> layers_out;
   for (const auto& layer : layers_) {
     if (checkpointing_ && is_training()) {
       auto l = layer;
@@ -157,8 +158,9 @@ BertModel::Output BertModel::forward(const BertInputs& in) const {
     } else {
       h = layer->forward(h, mask, in);
     }
+    if (all_encoder_layers) layers_out.push_back(h);
   }
-  Output o{h, Variable()};
+  Output o{h, Variable(), std::move(layers_out)};
   if (pooler_) {
     const int64_t b = ids.size(0), t = ids.size(1);
     Variable first = reshape(slice(h, 1, 0, 1), {b, c_.hidden_size});

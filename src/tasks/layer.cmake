@@ -1,5 +1,6 @@
-# tasks layer: finetuning tasks, one namespace each (glue, squad, ner): readers, features, metrics, writers,
-# evaluation and prediction. Above train (a task hands its batches, head and metric to the finetuning loop).
+# tasks layer: finetuning and inference tasks, one namespace each (glue, squad, ner, features): readers, features,
+# metrics, writers, evaluation and prediction. Above train (a task hands its batches, head and metric to the
+# finetuning loop).
 bertrain_add_layer(tasks
   SOURCES
     tasks/glue/glue.cpp
@@ -17,6 +18,7 @@ bertrain_add_layer(tasks
     tasks/ner/features.cpp
     tasks/ner/run_ner.cpp
     tasks/common/finetune_command.cpp
+    tasks/features/features.cpp
   PUBLIC_DEPS
     bertrain::core
     bertrain::io
@@ -25,6 +27,7 @@ bertrain_add_layer(tasks
     bertrain::text
     bertrain::train
   PRIVATE_DEPS
+    bertrain::autograd
     bertrain::data
     bertrain::ops
     spdlog::spdlog

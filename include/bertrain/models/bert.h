@@ -64,9 +64,14 @@ class BertModel : public Module {
   struct Output {
     Variable sequence_output;  ///< (B, T, H)
     Variable pooled_output;    ///< (B, H): tanh(dense(first token)); undefined without a pooler
+    /// With all_encoder_layers: the output of every encoder layer, (B, T, H) each, first layer first, so
+    /// all_encoder_layers.back() is sequence_output (google-research/bert's get_all_encoder_layers(); Hugging
+    /// Face's hidden_states without the embeddings).
+    std::vector<Variable> all_encoder_layers;
   };
-  /// Throws bertrain::Error when shapes disagree or T exceeds max_position_embeddings.
-  Output forward(const BertInputs& in) const;
+  /// Throws bertrain::Error when shapes disagree or T exceeds max_position_embeddings. Keeping every layer's
+  /// output (all_encoder_layers) changes no value; it only holds L tensors of (B, T, H) while Output lives.
+  Output forward(const BertInputs& in, bool all_encoder_layers = false) const;
   const BertConfig& config() const { return c_; }
   const BertEmbeddings& embeddings() const { return *embeddings_; }
   /// Recompute each encoder layer in backward instead of keeping its activations.
