@@ -136,8 +136,9 @@ def linear(x, p, name):
 
 
 def forward(cfg, p, input_ids, token_type_ids, attention_mask, masked_lm_positions, masked_lm_ids,
-            masked_lm_weights, next_sentence_labels):
-    """BertForPreTraining forward in eval mode (no dropout). Returns a dict of outputs and losses."""
+            masked_lm_weights, next_sentence_labels, layers_out=None):
+    """BertForPreTraining forward in eval mode (no dropout). Returns a dict of outputs and losses; `layers_out`, when
+    a list, receives the output of every encoder layer, first layer first."""
     act = ACTIVATIONS[cfg["hidden_act"]]
     eps = cfg["layer_norm_eps"]
     B, T = input_ids.shape
@@ -167,6 +168,8 @@ def forward(cfg, p, input_ids, token_type_ids, attention_mask, masked_lm_positio
         inter = act(linear(a, p, pre + "intermediate.dense"))
         x = layer_norm(linear(inter, p, pre + "output.dense") + a, p[pre + "output.LayerNorm.weight"],
                        p[pre + "output.LayerNorm.bias"], eps)
+        if layers_out is not None:
+            layers_out.append(x)
     seq = x
     pooled = torch.tanh(linear(seq[:, 0], p, "bert.pooler.dense"))
     # Masked LM only at the masked positions: rows b*T + masked_lm_positions[b, j] of the (B*T, H) output.

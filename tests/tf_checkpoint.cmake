@@ -1,14 +1,35 @@
-# TensorFlow checkpoints (issue 20): CRC-32C, the tensor-bundle reader and writer, the BERT name mapping
-# (CASES.md C33), conversion, `bertrain convert` / `inspect` / `extract-features`. Checkpoints come from
-# tests/data/tf_checkpoints; the independent reader list_bundle.py and the value dumps from ../shared/data
-# (tests needing them skip with a message when it is absent).
+# TensorFlow checkpoints and extract-features (issue 20): CRC-32C, the tensor-bundle reader and writer, the BERT
+# name mapping (CASES.md C33), conversion both ways, load_model from a TF prefix, the bad-input cases, and
+# `bertrain convert` / `extract-features`. Checkpoints come from tests/data/tf_checkpoints; the independent reader
+# list_bundle.py and the value dump from ../shared/data (tests needing them skip with a message when it is absent).
+find_package(leveldb CONFIG REQUIRED)
+set(_bertrain_shared BERTRAIN_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data")
+
 bertrain_add_test(tf_checkpoint_test SOURCES tf_checkpoint_test.cpp LIBS nlohmann_json::nlohmann_json)
-target_compile_definitions(tf_checkpoint_test PRIVATE BERTRAIN_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data")
+target_compile_definitions(tf_checkpoint_test PRIVATE ${_bertrain_shared})
+
+bertrain_add_test(tf_bert_test SOURCES tf_bert_test.cpp LIBS nlohmann_json::nlohmann_json leveldb::leveldb)
+target_compile_definitions(tf_bert_test PRIVATE ${_bertrain_shared})
+add_dependencies(tf_bert_test bertrain_cli)
+
+# extract-features (tasks/features) on the tiny TF checkpoint, and the command.
+bertrain_add_test(features_test SOURCES features_test.cpp LIBS nlohmann_json::nlohmann_json)
+add_dependencies(features_test bertrain_cli)
+
+# --init_checkpoint PREFIX in pretrain, run-classifier and run-squad, through the binary.
+add_test(NAME tf_init_checkpoint COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tf_init_checkpoint_test.sh ${CMAKE_BINARY_DIR}
+         ${PROJECT_SOURCE_DIR})
+set_tests_properties(tf_init_checkpoint PROPERTIES TIMEOUT 600)
+
+# Must-show 2's expected values are reproducible by their generator (Debian's python3 with torch, and the value
+# dump in ../shared): regenerated and compared byte for byte. Skipped (77) where either is missing.
+add_test(NAME tf_golden_regen
+  COMMAND sh -c "/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f '${PROJECT_SOURCE_DIR}/../shared/data/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.entries.json' ] || exit 77; /usr/bin/python3 '${PROJECT_SOURCE_DIR}/scripts/gen_tf_golden.py' --out - | cmp - '${CMAKE_CURRENT_SOURCE_DIR}/data/tf_checkpoints/golden_tiny_bert.json'")
+set_tests_properties(tf_golden_regen PROPERTIES LABELS slow SKIP_RETURN_CODE 77)
 
 # The protobuf codec of the bundle messages against protoc's code for src/io/tensor_bundle.proto. Not through
 # bertrain_add_test: it must not link the text layer (libsentencepiece's bundled protobuf would clash).
 find_package(Protobuf)
-find_package(leveldb CONFIG REQUIRED)
 if(Protobuf_FOUND)
   add_executable(tf_bundle_codec_test tf_bundle_codec_test.cpp ${PROJECT_SOURCE_DIR}/src/io/tensor_bundle.proto)
   protobuf_generate(TARGET tf_bundle_codec_test LANGUAGE cpp APPEND_PATH)
