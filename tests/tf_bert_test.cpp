@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "bertrain/core/rng.h"
 #include "bertrain/io/checkpoint.h"
@@ -564,4 +565,49 @@ TEST(TfConfig, GoogleExtrasKept) {
   EXPECT_NE(hf.find("\"pooler_num_fc_layers\": 3"), std::string::npos);
   EXPECT_EQ(parse_bert_config(hf).extra, c.extra);  // and back, no bookkeeping key became an extra
   EXPECT_EQ(bert_config_to_google_json(c), test::read_file(kTinyDir + "/bert_config.json"));
+}
+
+// ---- bertrain inspect ------------------------------------------------------------------------------------
+
+TEST(TfInspect, ListsTensorsAndWhatBecomesOfThem) {
+  int st = -1;
+  const std::string out = run_capture(std::string(BERTRAIN_BINARY_DIR) + "/bertrain inspect " + kTiny, &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("(TensorFlow, 1 data shard, bundle version 1)"), std::string::npos) << out;
+  EXPECT_NE(out.find("tensors: 139 (46 model variables, 93 optimizer variables, 0 other)"), std::string::npos) << out;
+  EXPECT_NE(out.find("directionality: \"bidi\" (kept, not used)"), std::string::npos) << out;
+  EXPECT_NE(out.find("bert/pooler/dense/kernel"), std::string::npos);
+  EXPECT_NE(out.find("-> bert.pooler.dense.weight (transposed)"), std::string::npos) << out;
+  EXPECT_NE(out.find("global_step"), std::string::npos);
+  const std::string s = run_capture(std::string(BERTRAIN_BINARY_DIR) + "/bertrain inspect " + kData +
+                                        "/tf_serving/saved_model_half_plus_two_tf2_cpu/variables.index", &st);
+  EXPECT_EQ(st, 0) << s;
+  EXPECT_NE(s.find("_CHECKPOINTABLE_OBJECT_GRAPH"), std::string::npos) << s;
+  EXPECT_NE(s.find("DT_STRING   []  (not convertible)"), std::string::npos) << s;
+}
+
+// Damaged index bytes never crash the reader: it opens (a byte LevelDB's CRCs do not cover) or throws one Error.
+TEST(TfErrors, CorruptedIndexBytes) {
+  TinyCopy t("fuzz");
+  const std::string orig = test::read_file(t.prefix() + ".index");
+  std::mt19937 rng(11);
+  int opened = 0, refused = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string b = orig;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < flips; ++k) b[rng() % b.size()] ^= static_cast<char>(1 + rng() % 255);
+    if (trial % 10 == 0) b.resize(rng() % b.size());
+    test::write_file(t.prefix() + ".index", b);
+    try {
+      TfCheckpointReader r = TfCheckpointReader::open(t.prefix());
+      for (const auto& e : r.entries())
+        if (tf_dtype_to_bertrain(e.dtype) && !e.sliced) r.load(e.name);
+      ++opened;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 350);
+  std::printf("corrupted index: %d refused with one line, %d still readable\n", refused, opened);
 }
