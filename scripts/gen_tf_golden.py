@@ -5,11 +5,11 @@
 # to Hugging Face names with its own table (written from ../shared/CASES.md C33, separately from bertrain's
 # src/io/tf_bert.cpp), runs scripts/torch_bert.py's BertForPreTraining forward in float64 on a few sentences of the
 # checkpoint's 15-token vocab, and writes the inputs and the expected masked-LM logits, next-sentence logits and
-# every encoder layer's output as JSON. tests/tf_checkpoint_test.cpp (TfGolden) loads the TF checkpoint into
+# every encoder layer's output as JSON. tests/io/tf_bert_test.cpp (TfGolden) loads the TF checkpoint into
 # bertrain and compares to 1e-5 absolute.
 #
 # Usage (Debian's python3 with python3-torch; NOT the pyenv python3 on PATH, which lacks torch):
-#     /usr/bin/python3 scripts/gen_tf_golden.py [--entries ENTRIES_JSON] [--out tests/data/tf_checkpoints/golden_tiny_bert.json]
+#     /usr/bin/python3 scripts/gen_tf_golden.py [--entries ENTRIES_JSON] [--out tests/fixtures/tf_checkpoints/golden_tiny_bert.json]
 # `--out -` writes to stdout; re-running reproduces the committed file byte for byte (ctest tf_golden_regen).
 import argparse
 import json
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import torch_bert as tb  # noqa: E402
 
-DATA = os.path.join(ROOT, "tests", "data", "tf_checkpoints", "keras_bert_tiny")
+DATA = os.path.join(ROOT, "tests", "fixtures", "tf_checkpoints", "keras_bert_tiny")
 
 # C33's table as explicit patterns: (TF regex, HF name template, transpose).
 RULES = [
@@ -91,7 +91,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", default=os.path.join(ROOT, "..", "shared", "data", "tf_checkpoints", "keras_bert_tiny",
                                                       "bert_model.ckpt.entries.json"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tf_checkpoints", "golden_tiny_bert.json"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "tf_checkpoints", "golden_tiny_bert.json"))
     args = ap.parse_args()
     torch.set_num_threads(1)
     with open(os.path.join(DATA, "bert_config.json")) as f:

@@ -4,6 +4,7 @@
 
 // core
 #include "bertrain/core/allocator.h"
+#include "bertrain/core/crc32c.h"
 #include "bertrain/core/dtype.h"
 #include "bertrain/core/error.h"
 #include "bertrain/core/rng.h"
@@ -50,6 +51,8 @@
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/tf_bert.h"
+#include "bertrain/io/tf_checkpoint.h"
 #include "bertrain/io/tokenizer_files.h"
 // train
 #include "bertrain/train/checkpoint_dir.h"
@@ -63,6 +66,7 @@
 #include "bertrain/train/train_state.h"
 #include "bertrain/train/train_step.h"
 // tasks
+#include "bertrain/tasks/features/features.h"
 #include "bertrain/tasks/finetune_command.h"
 #include "bertrain/tasks/glue/glue.h"
 #include "bertrain/tasks/glue/metrics.h"

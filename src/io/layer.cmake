@@ -6,7 +6,7 @@
 # older copy of protobuf-lite's symbols, and in one process the dynamic linker binds every caller to whichever
 # copy it meets first (measured: `bertrain inspect` crashed inside libsentencepiece with protoc-generated code;
 # the static libprotobuf-lite.a cannot go into a shared library, its TLS is local-exec). protoc still compiles
-# the .proto: tests/tf_checkpoint.cmake builds a test without sentencepiece that checks the codec against it.
+# the .proto: tests/io/tf_checkpoint.cmake builds a test without sentencepiece that checks the codec against it.
 find_package(leveldb CONFIG REQUIRED)
 bertrain_add_layer(io
   SOURCES io/safetensors.cpp io/file_util.cpp io/config.cpp io/checkpoint.cpp io/recipe.cpp io/tokenizer_files.cpp io/tf_checkpoint.cpp

@@ -5,7 +5,7 @@
 # optimizer variables. pretrain finds bert_config.json beside the prefix.
 set -euo pipefail
 bin=$1/bertrain
-ck=$2/tests/data/tf_checkpoints/keras_bert_tiny
+ck=$2/tests/fixtures/tf_checkpoints/keras_bert_tiny
 work=$1/tf_init_checkpoint_test
 rm -rf "$work"
 mkdir -p "$work/cls"

@@ -1,7 +1,8 @@
-# TensorFlow checkpoints and extract-features (issue 20): CRC-32C, the tensor-bundle reader and writer, the BERT
-# name mapping (CASES.md C33), conversion both ways, load_model from a TF prefix, the bad-input cases, and
-# `bertrain convert` / `extract-features`. Checkpoints come from tests/data/tf_checkpoints; the independent reader
+# TensorFlow checkpoints (issue 20), included from tests/io/CMakeLists.txt: the tensor-bundle reader and writer,
+# the BERT name mapping (CASES.md C33), conversion both ways, load_model from a TF prefix, the bad-input cases and
+# `bertrain convert` / `inspect`. Checkpoints come from tests/fixtures/tf_checkpoints; the independent reader
 # list_bundle.py and the value dump from ../shared/data (tests needing them skip with a message when it is absent).
+# CRC-32C is tested in tests/core, extract-features in tests/tasks, --init_checkpoint PREFIX in tests/tools.
 find_package(leveldb CONFIG REQUIRED)
 set(_bertrain_shared BERTRAIN_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data")
 
@@ -12,19 +13,10 @@ bertrain_add_test(tf_bert_test SOURCES tf_bert_test.cpp LIBS nlohmann_json::nloh
 target_compile_definitions(tf_bert_test PRIVATE ${_bertrain_shared})
 add_dependencies(tf_bert_test bertrain_cli)
 
-# extract-features (tasks/features) on the tiny TF checkpoint, and the command.
-bertrain_add_test(features_test SOURCES features_test.cpp LIBS nlohmann_json::nlohmann_json)
-add_dependencies(features_test bertrain_cli)
-
-# --init_checkpoint PREFIX in pretrain, run-classifier and run-squad, through the binary.
-add_test(NAME tf_init_checkpoint COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tf_init_checkpoint_test.sh ${CMAKE_BINARY_DIR}
-         ${PROJECT_SOURCE_DIR})
-set_tests_properties(tf_init_checkpoint PROPERTIES TIMEOUT 600)
-
 # Must-show 2's expected values are reproducible by their generator (Debian's python3 with torch, and the value
 # dump in ../shared): regenerated and compared byte for byte. Skipped (77) where either is missing.
 add_test(NAME tf_golden_regen
-  COMMAND sh -c "/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f '${PROJECT_SOURCE_DIR}/../shared/data/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.entries.json' ] || exit 77; /usr/bin/python3 '${PROJECT_SOURCE_DIR}/scripts/gen_tf_golden.py' --out - | cmp - '${CMAKE_CURRENT_SOURCE_DIR}/data/tf_checkpoints/golden_tiny_bert.json'")
+  COMMAND sh -c "/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f '${PROJECT_SOURCE_DIR}/../shared/data/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.entries.json' ] || exit 77; /usr/bin/python3 '${PROJECT_SOURCE_DIR}/scripts/gen_tf_golden.py' --out - | cmp - '${PROJECT_SOURCE_DIR}/tests/fixtures/tf_checkpoints/golden_tiny_bert.json'")
 set_tests_properties(tf_golden_regen PROPERTIES LABELS slow SKIP_RETURN_CODE 77)
 
 # The protobuf codec of the bundle messages against protoc's code for src/io/tensor_bundle.proto. Not through
@@ -37,7 +29,7 @@ if(Protobuf_FOUND)
     ${Protobuf_INCLUDE_DIRS})
   target_link_libraries(tf_bundle_codec_test PRIVATE bertrain::io leveldb::leveldb protobuf::libprotobuf-lite
     GTest::gtest GTest::gtest_main)
-  target_compile_definitions(tf_bundle_codec_test PRIVATE BERTRAIN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
+  target_compile_definitions(tf_bundle_codec_test PRIVATE BERTRAIN_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures")
   set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/tensor_bundle.pb.cc PROPERTIES COMPILE_OPTIONS "-w")
   gtest_discover_tests(tf_bundle_codec_test DISCOVERY_TIMEOUT 60)
 else()
