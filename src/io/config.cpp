@@ -213,6 +213,17 @@ std::string bert_config_to_google_json(const BertConfig& c) {
   // google-research/bert's layer norm epsilon is fixed at 1e-12 (modeling.py layer_norm); a different value is
   // information the file must keep even though that code would not read it.
   if (c.layer_norm_eps != 1e-12) j["layer_norm_eps"] = c.layer_norm_eps;
+  // A classifier's label names (CASES.md C43) in Hugging Face's form, so that bertrain -> TF -> bertrain keeps
+  // them; google-research/bert's BertConfig.from_dict stores unknown keys as attributes and ignores them.
+  if (c.has_label_names()) {
+    json id2label = json::object(), label2id = json::object();
+    for (int64_t i = 0; i < c.num_labels; ++i) {
+      id2label[std::to_string(i)] = c.label_name(i);
+      label2id[c.label_name(i)] = i;
+    }
+    j["id2label"] = std::move(id2label);
+    j["label2id"] = std::move(label2id);
+  }
   add_extras(j, c);
   return j.dump(2) + "\n";
 }

@@ -387,7 +387,12 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
     bool has_word = false;
     for (const auto& [n, t] : tensors) {
       if (n == "bert.embeddings.word_embeddings.weight") has_word = true;
-      if (n == "classifier.weight") cfg.num_labels = t.size(0);
+      if (n == "classifier.weight") {
+        BERTRAIN_CHECK(cfg.id2label.empty() || static_cast<int64_t>(cfg.id2label.size()) == t.size(0), "TF checkpoint '",
+                       r.prefix(), "': output_weights has ", t.size(0), " rows but config '", cfg_path, "' names ",
+                       cfg.id2label.size(), " labels");
+        cfg.num_labels = t.size(0);
+      }
     }
     BERTRAIN_CHECK(has_word, "TF checkpoint '", r.prefix(), "' has no bert/embeddings/word_embeddings: not a "
                    "google-research/bert checkpoint");
@@ -397,7 +402,7 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
     save_bert_config((out / kConfigFileName).string(), cfg);
     res.written = {(out / kConfigFileName).string(), (out / kWeightsFileName).string()};
     if (!vocab.empty()) {
-      write_file_atomic((out / "vocab.txt").string(), read_text_file(vocab));
+      write_text_atomic((out / "vocab.txt").string(), read_text_file(vocab));
       res.written.push_back((out / "vocab.txt").string());
     }
     res.tensors = tensors.size();
@@ -441,10 +446,10 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
   const fs::path out(output);
   const std::string prefix = (out / "bert_model.ckpt").string();
   save_tf_checkpoint(prefix, tf);
-  write_file_atomic((out / "bert_config.json").string(), bert_config_to_google_json(cfg));
+  write_text_atomic((out / "bert_config.json").string(), bert_config_to_google_json(cfg));
   res.written = {prefix + ".index", tf_data_file_name(prefix, 0, 1), (out / "bert_config.json").string()};
   if (!vocab.empty()) {
-    write_file_atomic((out / "vocab.txt").string(), read_text_file(vocab));
+    write_text_atomic((out / "vocab.txt").string(), read_text_file(vocab));
     res.written.push_back((out / "vocab.txt").string());
   }
   res.tensors = tf.size();

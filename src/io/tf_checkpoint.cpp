@@ -485,7 +485,7 @@ void save_tf_checkpoint(const std::string& prefix, const std::vector<std::pair<s
   leveldb::Status st = builder.Finish();
   BERTRAIN_CHECK(st.ok(), "TF checkpoint index '", prefix, ".index': building the table failed: ", st.ToString());
   data.commit();
-  write_file_atomic(prefix + ".index", sink.bytes);
+  write_text_atomic(prefix + ".index", sink.bytes);
 }
 
 }  // namespace bertrain

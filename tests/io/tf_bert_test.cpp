@@ -424,6 +424,7 @@ TEST(TfRoundTrip, BertrainToTfToBertrain) {
   TinyCopy t("rt2");
   BertConfig c = tiny_config();
   c.num_labels = 3;
+  c.id2label = {"entailment", "neutral", "contradiction"};  // CASES.md C43: the names come back too
   for (int which = 0; which < 2; ++which) {
     Rng rng(5 + which);
     std::unique_ptr<Module> m;
@@ -444,7 +445,9 @@ TEST(TfRoundTrip, BertrainToTfToBertrain) {
       EXPECT_EQ(a.info(n).dtype, b.info(n).dtype) << n;
       EXPECT_TRUE(same(a.load(n), b.load(n))) << n;
     }
-    EXPECT_EQ(load_bert_config(back + "/config.json").num_labels, which == 0 ? 2 : 3);
+    const BertConfig bc = load_bert_config(back + "/config.json");
+    EXPECT_EQ(bc.num_labels, 3);
+    EXPECT_EQ(bc.id2label, c.id2label);
   }
 }
 

@@ -44,7 +44,9 @@ struct FinetuneCommandOptions {
 };
 
 /// The model config: bert_config_file, else config.json in init_checkpoint (a directory) or beside it (a
-/// .safetensors file). Throws bertrain::Error when neither is given, or as load_bert_config.
+/// .safetensors file or a TF prefix), or Google's bert_config.json there when config.json does not exist
+/// (io/checkpoint.h default_config_file). Throws bertrain::Error when neither flag is given, or as
+/// load_bert_config.
 BertConfig finetune_model_config(const FinetuneCommandOptions& options);
 
 /// The checks both commands make before building the model: max_seq_length <= max_position_embeddings, and

@@ -19,8 +19,7 @@ BertConfig finetune_model_config(const FinetuneCommandOptions& o) {
   std::string path = o.bert_config_file;
   if (path.empty()) {
     BERTRAIN_CHECK(!o.init_checkpoint.empty(), "give --bert_config_file (or --init_checkpoint with a config.json beside it)");
-    const fs::path ck(o.init_checkpoint);
-    path = ((fs::is_directory(ck) ? ck : ck.parent_path()) / kConfigFileName).string();
+    path = default_config_file(o.init_checkpoint);
   }
   return load_bert_config(path);
 }
