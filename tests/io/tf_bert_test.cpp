@@ -451,6 +451,31 @@ TEST(TfRoundTrip, BertrainToTfToBertrain) {
   }
 }
 
+// Label names in bert_config.json (written by bertrain -> TF) must agree with the classifier head's rows: a
+// config naming 2 labels beside a 3-row output_weights stops TF -> bertrain with one line, nothing written.
+TEST(TfRoundTrip, LabelNamesMustMatchClassifierRows) {
+  TinyCopy t("labels");
+  BertConfig c = tiny_config();
+  c.num_labels = 3;
+  c.id2label = {"entailment", "neutral", "contradiction"};
+  Rng rng(3);
+  BertForSequenceClassification m(c, rng);
+  const std::string src = (t.dir / "src").string(), tf = (t.dir / "tf").string(), back = (t.dir / "back").string();
+  save_model(src, m, c);
+  convert_checkpoint(src, tf);
+  const std::string google = test::read_file(tf + "/bert_config.json");
+  EXPECT_NE(google.find("\"id2label\": {\n    \"0\": \"entailment\""), std::string::npos) << google;
+  EXPECT_EQ(google.find("model_type"), std::string::npos) << google;
+  BertConfig two = c;
+  two.num_labels = 2;
+  two.id2label = {"yes", "no"};
+  test::write_file(fs::path(tf) / "bert_config.json", bert_config_to_google_json(two));
+  const std::string e = error_of([&] { convert_checkpoint(tf + "/bert_model.ckpt", back); });
+  EXPECT_EQ(e, "TF checkpoint '" + tf + "/bert_model.ckpt': output_weights has 3 rows but config '" + tf +
+                   "/bert_config.json' names 2 labels");
+  EXPECT_FALSE(fs::exists(back));
+}
+
 // ---- Must-show 4: bad input, one line each, nothing written ----------------------------------------------
 
 TEST(TfErrors, OneLineNamingFileAndTensorNothingWritten) {

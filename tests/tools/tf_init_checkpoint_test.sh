@@ -2,7 +2,7 @@
 # tf_init_checkpoint_test.sh BUILD_DIR SOURCE_DIR: --init_checkpoint PREFIX (a google-research/bert TF checkpoint,
 # as its run_*.py flags take it) in pretrain, run-classifier and run-squad: each runs a step or two from the tiny
 # checkpoint, loads its weights (46 / 39 / 37 tensors: pretraining heads, classifier, QA head) and skips its 93
-# optimizer variables. pretrain finds bert_config.json beside the prefix.
+# optimizer variables. pretrain and run-classifier find bert_config.json beside the prefix; run-squad is given it.
 set -euo pipefail
 bin=$1/bertrain
 ck=$2/tests/fixtures/tf_checkpoints/keras_bert_tiny
@@ -30,7 +30,7 @@ for i in $(seq 1 8); do
 done > cls/train.jsonl
 cp cls/train.jsonl cls/dev.jsonl
 "$bin" --num_threads 1 run-classifier --task_name generic --data_dir cls --format jsonl --text_a_column sentence \
-  --label_column label --labels 0,1 --init_checkpoint "$ck/bert_model.ckpt" --bert_config_file "$ck/bert_config.json" \
+  --label_column label --labels 0,1 --init_checkpoint "$ck/bert_model.ckpt" \
   --vocab_file "$ck/vocab.txt" --max_seq_length 16 --train_batch_size 4 --num_train_epochs 1 --output_dir rc \
   --do_train --do_eval > classifier.log 2>&1
 expect classifier.log "bert_model.ckpt: 39 tensors loaded"
