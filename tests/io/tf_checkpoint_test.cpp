@@ -200,6 +200,18 @@ TEST(TfCheckpoint, EveryValueMatchesListBundle) {
   int64_t values = 0, tensors = 0;
   std::vector<std::string> prefixes = {kTiny};
   for (const auto& m : kServing) prefixes.push_back(kData + "/tf_serving/" + m + "/variables");
+  // The copies in tests/fixtures are every checkpoint of ../shared/data/tf_checkpoints, byte for byte.
+  std::vector<std::string> shared_indexes;
+  for (const auto& e : fs::recursive_directory_iterator(kShared))
+    if (e.path().extension() == ".index") shared_indexes.push_back(fs::relative(e.path(), kShared).string());
+  EXPECT_EQ(shared_indexes.size(), prefixes.size());
+  for (const auto& rel : shared_indexes) {
+    SCOPED_TRACE(rel);
+    const std::string p = rel.substr(0, rel.size() - 6);
+    EXPECT_EQ(test::read_file(kData + "/" + rel), test::read_file(kShared + "/" + rel));
+    EXPECT_EQ(test::read_file(kData + "/" + p + ".data-00000-of-00001"),
+              test::read_file(kShared + "/" + p + ".data-00000-of-00001"));
+  }
   for (const auto& p : prefixes) {
     int status = -1;
     const std::string out =
