@@ -2,7 +2,8 @@
 # consumer_test.sh BUILD_DIR SOURCE_DIR [shared|static]: installs bertrain into a temporary prefix and builds
 # tests/project/consumer against the installed package only (find_package + the umbrella header), then runs it: XOR must
 # reach 100% accuracy, and a tiny BertForSequenceClassification is finetuned for 20 steps on a GLUE-format task,
-# evaluated with the task's metric, with atomic checkpoints that load back.
+# evaluated with the task's metric, with atomic checkpoints that load back, converted to a TF bundle and loaded back
+# from it (LevelDB), and a TF bundle with snappy-compressed index blocks is read.
 #   shared: installs BUILD_DIR (a shared build).
 #   static: configures and builds the libraries again with -DBERTRAIN_BUILD_SHARED=OFF (no tests, no tools) and
 #           installs that, so the package's find_dependency list is what links the consumer.
@@ -28,11 +29,12 @@ fi
 cmake -S "$src/tests/project/consumer" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/build"
 # The consumer must not see bertrain's private dependencies through the package.
-if grep -rqE '#include *[<"](Eigen/|oneapi/dnnl|dnnl|spdlog/|CLI/|sentencepiece|hdf5|utf8proc|nlohmann/|mpi\.h)' "$tmp/prefix/include"; then
+if grep -rqE '#include *[<"](Eigen/|oneapi/dnnl|dnnl|spdlog/|CLI/|sentencepiece|hdf5|utf8proc|nlohmann/|mpi\.h|leveldb/|snappy|google/protobuf)' "$tmp/prefix/include"; then
   echo "installed headers include private dependencies" >&2
   exit 1
 fi
 out=$("$tmp/build/xor_mlp")
 echo "$out"
 grep -q "accuracy 100%" <<<"$out"
-"$tmp/build/finetune_glue" "$src/data/vocab/bert-base-uncased-vocab.txt" "$tmp/work"
+"$tmp/build/finetune_glue" "$src/data/vocab/bert-base-uncased-vocab.txt" "$tmp/work" \
+  "$src/tests/fixtures/tf_checkpoints/tf_serving/saved_model_half_plus_two_cpu/variables"

@@ -1,10 +1,14 @@
 // finetune_glue.cpp: an outside program on the installed package and the umbrella header only: writes a small
 // SST-2-layout task, finetunes a tiny BertForSequenceClassification on it for 20 steps with bertrain's finetuning
-// loop, evaluates with the task's metric (accuracy), and checks the atomic checkpoints it wrote load back.
-// Usage: finetune_glue VOCAB_TXT WORK_DIR
+// loop, evaluates with the task's metric (accuracy), and checks the atomic checkpoints it wrote load back. Then
+// TensorFlow checkpoints (LevelDB tables, snappy blocks: the dependencies a static package must bring): the
+// checkpoint converted to google-research/bert's bundle loads back into the same tensors, and TF_PREFIX (a bundle
+// whose index blocks are snappy-compressed) reads with the expected values.
+// Usage: finetune_glue VOCAB_TXT WORK_DIR TF_PREFIX
 #include <bertrain/bertrain.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -12,8 +16,8 @@ using namespace bertrain;
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: finetune_glue VOCAB_TXT WORK_DIR\n");
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: finetune_glue VOCAB_TXT WORK_DIR TF_PREFIX\n");
     return 2;
   }
   const std::string vocab = argv[1];
@@ -84,7 +88,25 @@ int main(int argc, char** argv) {
     std::printf("steps %lld, dev accuracy %.3f, best %.3f at step %lld, checkpoint-20 at global_step %lld\n",
                 static_cast<long long>(r.global_step), accuracy, r.best_metric, static_cast<long long>(r.best_step),
                 static_cast<long long>(st.global_step));
-    return r.global_step == 20 && st.global_step == 20 && fs::exists(work / "out" / "best" / "model.safetensors") ? 0 : 1;
+    if (r.global_step != 20 || st.global_step != 20 || !fs::exists(work / "out" / "best" / "model.safetensors")) return 1;
+
+    // bertrain -> TF bundle -> a new model: every parameter equal, bit for bit.
+    const ConvertResult cr = convert_checkpoint((work / "out" / "checkpoint-20").string(), (work / "tf").string());
+    BertForSequenceClassification from_tf(cfg, init);
+    LoadReport tf_rep;
+    load_model((work / "tf" / "bert_model.ckpt").string(), from_tf, tf_rep);
+    size_t differing = 0;
+    for (const auto& [name, p] : reloaded.named_parameters()) {
+      const Tensor a = p.value();
+      const Tensor b = from_tf.parameter(name).value();
+      if (a.shape() != b.shape() || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) != 0) ++differing;
+    }
+    // A bundle TensorFlow wrote with snappy-compressed index blocks (TF Serving's half_plus_two: y = a * x + b).
+    const TfCheckpointReader half = TfCheckpointReader::open(argv[3]);
+    const float a = half.load("a").data<float>()[0], b = half.load("b").data<float>()[0];
+    std::printf("TF bundle: %zu tensors written, %zu loaded back, %zu differ; %s: a = %g, b = %g\n", cr.tensors,
+                tf_rep.loaded.size(), differing, argv[3], a, b);
+    return differing == 0 && tf_rep.loaded.size() == cr.tensors && a == 0.5f && b == 2.0f ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "finetune_glue: %s\n", e.what());
     return 1;
