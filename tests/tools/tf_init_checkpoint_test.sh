@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tf_init_checkpoint_test.sh BUILD_DIR SOURCE_DIR: --init_checkpoint PREFIX (a google-research/bert TF checkpoint,
-# as its run_*.py flags take it) in pretrain, run-classifier and run-squad: each runs a step or two from the tiny
-# checkpoint, loads its weights (46 / 39 / 37 tensors: pretraining heads, classifier, QA head) and skips its 93
-# optimizer variables. pretrain and run-classifier find bert_config.json beside the prefix; run-squad is given it.
+# as its run_*.py flags take it) in pretrain, run-classifier, run-squad and run-ner: each runs a step or two from the
+# tiny checkpoint, loads its weights (46 / 39 / 37 / 37 tensors: pretraining heads; backbone with pooler for the
+# classifier; without for the QA and token-classification heads) and skips its 93 optimizer variables. pretrain,
+# run-classifier and run-ner find bert_config.json beside the prefix; run-squad is given it.
 set -euo pipefail
 bin=$1/bertrain
 ck=$2/tests/fixtures/tf_checkpoints/keras_bert_tiny
@@ -47,5 +48,13 @@ JSON
 expect squad.log "bert_model.ckpt: 37 tensors loaded"
 expect squad.log "93 optimizer variables skipped"
 [ -f rs/predictions.json ]
-echo "tf_init_checkpoint: pretrain, run-classifier and run-squad started from the TF checkpoint"
+
+for i in $(seq 1 6); do printf 'jack\tB-PER\nmakes\tO\na\tO\ndull\tO\nboy\tO\n\nall\tO\nwork\tO\n\n'; done > ner.conll
+"$bin" --num_threads 1 run-ner --train_file ner.conll --validation_file ner.conll --init_checkpoint "$ck/bert_model.ckpt" \
+  --vocab_file "$ck/vocab.txt" --max_seq_length 16 --train_batch_size 4 --num_train_epochs 1 --output_dir rn \
+  --do_train --do_eval > ner.log 2>&1
+expect ner.log "bert_model.ckpt: 37 tensors loaded"
+expect ner.log "93 optimizer variables skipped"
+[ -f rn/eval_results.json ]
+echo "tf_init_checkpoint: pretrain, run-classifier, run-squad and run-ner started from the TF checkpoint"
 rm -rf "$work"
