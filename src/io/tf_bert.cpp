@@ -1,8 +1,10 @@
 // tf_bert.cpp: google-research/bert variable names <-> Hugging Face parameter names, and `bertrain convert`.
 #include "bertrain/io/tf_bert.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -214,6 +216,46 @@ std::optional<Shape> bert_parameter_shape(const std::string& hf, const BertConfi
   }
 }
 
+namespace {
+
+// The encoder-layer parameters of BertModel (Hugging Face names after "bert.encoder.layer.N.").
+const char* const kLayerParameters[] = {
+    "attention.self.query.weight",       "attention.self.query.bias",        "attention.self.key.weight",
+    "attention.self.key.bias",           "attention.self.value.weight",      "attention.self.value.bias",
+    "attention.output.dense.weight",     "attention.output.dense.bias",      "attention.output.LayerNorm.weight",
+    "attention.output.LayerNorm.bias",   "intermediate.dense.weight",        "intermediate.dense.bias",
+    "output.dense.weight",               "output.dense.bias",                "output.LayerNorm.weight",
+    "output.LayerNorm.bias"};
+
+// The layer index of a "bert.encoder.layer.N...." name, or -1.
+int64_t encoder_layer_of(const std::string& hf) {
+  const std::string pre = "bert.encoder.layer.";
+  if (!starts_with(hf, pre)) return -1;
+  const size_t dot = hf.find('.', pre.size());
+  const std::string idx = hf.substr(pre.size(), dot == std::string::npos ? std::string::npos : dot - pre.size());
+  return all_digits(idx) && idx.size() < 10 ? std::stoll(idx) : -1;
+}
+
+// A config whose num_hidden_layers disagrees with the file: every shape matches, so only the layer count tells.
+// `present` holds the file's tensors in Hugging Face names ("bert." prefixed); `display` turns such a name into
+// the file's own spelling for the message. Throws one line naming `where`, the tensor and `config_source`.
+void check_layer_count(const std::set<std::string>& present, const BertConfig& cfg, const std::string& where,
+                       const std::string& config_source, const std::function<std::string(const std::string&)>& display) {
+  for (const std::string& n : present) {
+    const int64_t l = encoder_layer_of(n);
+    BERTRAIN_CHECK(l < cfg.num_hidden_layers, where, ", tensor '", display(n), "': layer ", l, " is beyond ",
+                   config_source, ", which has num_hidden_layers ", cfg.num_hidden_layers);
+  }
+  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l)
+    for (const char* p : kLayerParameters) {
+      const std::string n = "bert.encoder.layer." + std::to_string(l) + "." + p;
+      BERTRAIN_CHECK(present.count(n), where, " has no tensor '", display(n), "', which ", config_source,
+                     " needs (num_hidden_layers ", cfg.num_hidden_layers, ")");
+    }
+}
+
+}  // namespace
+
 std::string TfMappingReport::summary() const {
   std::ostringstream os;
   os << mapped.size() << " tensors converted";
@@ -238,6 +280,21 @@ std::vector<TfBertTensor> read_tf_bert_weights(const TfCheckpointReader& r, cons
   else if (r.contains("output_bias") && !r.info("output_bias").shape.empty())
     classifier_rows = r.info("output_bias").shape[0];
   std::vector<TfBertTensor> out;
+  if (config) {
+    std::set<std::string> present;
+    std::map<std::string, std::string> tf_of;
+    for (const TfTensorInfo& e : r.entries())
+      if (auto m = tf_to_hf_name(e.name); m && !is_tf_optimizer_variable(e.name)) {
+        present.insert(m->name);
+        tf_of[m->name] = e.name;
+      }
+    check_layer_count(present, *config, where, config_source, [&](const std::string& hf) {
+      auto it = tf_of.find(hf);
+      if (it != tf_of.end()) return it->second;
+      auto m = hf_to_tf_name(hf);
+      return m ? m->name : hf;
+    });
+  }
   for (const TfTensorInfo& e : r.entries()) {
     if (is_tf_optimizer_variable(e.name)) {
       report.optimizer.push_back(e.name);
@@ -325,7 +382,15 @@ std::optional<std::string> find_tf_checkpoint(const std::string& path) {
     std::vector<std::string> found;
     for (const auto& de : fs::directory_iterator(path, ec))
       if (de.is_regular_file() && de.path().extension() == ".index") found.push_back(de.path().string());
-    if (found.size() != 1) return std::nullopt;
+    if (found.empty()) return std::nullopt;
+    // A training run's output directory (model.ckpt-1000, model.ckpt-2000, ...): which one is meant is the user's
+    // call, as with google-research/bert's --init_checkpoint, which takes a prefix.
+    std::sort(found.begin(), found.end());
+    std::string names;
+    for (const auto& f : found) names += (names.empty() ? "" : ", ") + fs::path(tf_checkpoint_prefix(f)).filename().string();
+    BERTRAIN_CHECK(found.size() == 1, "checkpoint directory '", path, "' holds ", found.size(), " TF checkpoints (",
+                   names, ") and no ", kWeightsFileName, ": give one prefix, such as '",
+                   tf_checkpoint_prefix(found.back()), "'");
     return tf_checkpoint_prefix(found[0]);
   }
   if (is_tf_checkpoint(path)) return tf_checkpoint_prefix(path);
@@ -418,6 +483,18 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
   int64_t classifier_rows = -1;
   if (f.contains("classifier.weight") && f.info("classifier.weight").shape.size() == 2)
     classifier_rows = f.info("classifier.weight").shape[0];
+  std::set<std::string> present;
+  std::map<std::string, std::string> file_name_of;
+  for (const auto& n : f.names())
+    if (auto m = hf_to_tf_name(n))
+      if (auto back = tf_to_hf_name(m->name)) {
+        present.insert(back->name);
+        file_name_of[back->name] = n;
+      }
+  check_layer_count(present, cfg, "checkpoint '" + weights + "'", "config '" + cfg_path + "'", [&](const std::string& hf) {
+    auto it = file_name_of.find(hf);
+    return it != file_name_of.end() ? it->second : hf;
+  });
   std::vector<std::pair<std::string, Tensor>> hf;
   for (const auto& n : f.names()) {
     const SafetensorsInfo& info = f.info(n);

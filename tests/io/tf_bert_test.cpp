@@ -539,6 +539,67 @@ TEST(TfErrors, OneLineNamingFileAndTensorNothingWritten) {
   }
 }
 
+// A bert_config.json whose num_hidden_layers disagrees with the checkpoint's layers: every tensor shape
+// matches, so only the layer count tells. convert must stop (both directions) rather than write a config of L
+// layers beside the weights of another number: one layer too few dropped layer_1 with a warning, one too many
+// wrote a model whose layer 2 would be randomly initialised when loaded.
+TEST(TfErrors, LayerCountDisagreesWithConfig) {
+  auto set_layers = [](const fs::path& cfg, int n) {
+    std::string c = test::read_file(cfg.string());
+    const size_t at = c.find("\"num_hidden_layers\": 2");
+    ASSERT_NE(at, std::string::npos) << c;
+    c.replace(at, 22, "\"num_hidden_layers\": " + std::to_string(n));
+    test::write_file(cfg, c);
+  };
+  for (int layers : {1, 3}) {
+    SCOPED_TRACE("num_hidden_layers " + std::to_string(layers));
+    // TF -> bertrain
+    TinyCopy t("layers_" + std::to_string(layers));
+    set_layers(t.dir / "bert_config.json", layers);
+    const fs::path out = t.dir / "out";
+    const std::string e = error_of([&] { convert_checkpoint(t.prefix(), out.string()); });
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_NE(e.find("bert_config.json"), std::string::npos) << e;
+    EXPECT_NE(e.find("num_hidden_layers " + std::to_string(layers)), std::string::npos) << e;
+    EXPECT_NE(e.find(layers == 1 ? "tensor 'bert/encoder/layer_1/" : "no tensor 'bert/encoder/layer_2/"),
+              std::string::npos) << e;
+    EXPECT_FALSE(fs::exists(out)) << "output written despite the error";
+    // bertrain -> TF: a Hugging Face directory whose config.json disagrees the same way.
+    const fs::path hf = t.dir / "hf", tf = t.dir / "tf";
+    TinyCopy good("layers_good_" + std::to_string(layers));
+    convert_checkpoint(good.prefix(), hf.string());
+    set_layers(hf / "config.json", layers);
+    const std::string e2 = error_of([&] { convert_checkpoint(hf.string(), tf.string()); });
+    EXPECT_EQ(e2.find('\n'), std::string::npos) << e2;
+    EXPECT_NE(e2.find("config.json"), std::string::npos) << e2;
+    EXPECT_NE(e2.find(layers == 1 ? "tensor 'bert.encoder.layer.1." : "no tensor 'bert.encoder.layer.2."),
+              std::string::npos) << e2;
+    EXPECT_FALSE(fs::exists(tf)) << "output written despite the error";
+  }
+}
+
+// A training run's output directory holds several checkpoints (model.ckpt-N): a directory is accepted when it
+// holds one, and with several the error lists them instead of saying the directory has no model.safetensors.
+TEST(TfErrors, DirectoryWithSeveralCheckpoints) {
+  TinyCopy t("several");
+  const std::string data = "bert_model.ckpt.data-00000-of-00001";
+  fs::copy_file(t.dir / "bert_model.ckpt.index", t.dir / "model.ckpt-100.index");
+  fs::copy_file(t.dir / data, t.dir / "model.ckpt-100.data-00000-of-00001");
+  const fs::path out = t.dir / "out";
+  const std::string e = error_of([&] { convert_checkpoint(t.dir.string(), out.string()); });
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_NE(e.find("holds 2 TF checkpoints (bert_model.ckpt, model.ckpt-100)"), std::string::npos) << e;
+  EXPECT_NE(e.find(t.dir.string()), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(out));
+  Rng rng(9);
+  BertForPreTraining model(tiny_config(), rng);
+  LoadReport rep;
+  EXPECT_NE(error_of([&] { load_model(t.dir.string(), model, rep); }).find("holds 2 TF checkpoints"), std::string::npos);
+  // One checkpoint in the directory: it is the one.
+  fs::remove(t.dir / "model.ckpt-100.index");
+  EXPECT_EQ(find_tf_checkpoint(t.dir.string()), (t.dir / "bert_model.ckpt").string());
+}
+
 // Partitioned variables (entries with slices) are refused with one line; a bad header too.
 TEST(TfErrors, SlicedEntryAndBadHeader) {
   TinyCopy t("sliced");

@@ -216,6 +216,33 @@ TEST(NerReader, MalformedFilesNameFileAndLine) {
             std::string::npos);
 }
 
+// Files as editors save them: a UTF-8 byte-order mark (Windows Notepad, Excel's "CSV UTF-8") and whitespace after
+// a TAB-separated label. The BOM is no part of the first token: with it, CoNLL-2003's "-DOCSTART-" line became a
+// word (and a different column count), a UNER/CoNLL-U first "#" comment a malformed token line. A label's trailing
+// spaces made a second entity type "PER " beside "PER" in training (Hugging Face's readers rstrip the label).
+TEST(NerReader, ByteOrderMarkAndLabelWhitespace) {
+  NerReadOptions o;
+  NerFile f = parse_ner_text("\xEF\xBB\xBF-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n", o, "c.conll");
+  ASSERT_EQ(f.sentences.size(), 1u);
+  EXPECT_EQ(f.sentences[0].preamble, (S{"-DOCSTART- -X- -X- O"}));
+  EXPECT_EQ(f.sentences[0].words, (S{"EU", "rejects"}));
+  f = parse_ner_text("\xEF\xBB\xBF" "EU\tB-ORG\n", o, "c.conll");
+  EXPECT_EQ(f.sentences[0].words, (S{"EU"}));
+  EXPECT_EQ(f.sentences[0].lines, (S{"EU\tB-ORG"}));
+  o.format = NerFormat::iob2;
+  f = parse_ner_text("\xEF\xBB\xBF# sent_id = 1\n1\t北京\tB-ORG\t-\t-\n", o, "zh.iob2");
+  EXPECT_EQ(f.sentences[0].words, (S{"北京"}));
+  EXPECT_EQ(f.sentences[0].preamble, (S{"# sent_id = 1"}));
+  o.format = NerFormat::conll;
+  f = parse_ner_text("Paris\tB-LOC \nis\tO \r\n", o, "t.conll");
+  EXPECT_EQ(f.sentences[0].labels, (S{"B-LOC", "O"}));
+  EXPECT_EQ(LabelList::from_training(f.sentences, TagScheme::iob2, TagScheme::iob2).labels(),
+            (S{"B-LOC", "I-LOC", "O"}));
+  // A BOM anywhere else is text, and one inside a label is still an error naming file and line.
+  EXPECT_NE(error_of([&] { parse_ner_text("a\tO\nb\t\xEF\xBB\xBF" "B-X\n", o, "f.conll"); }).find("f.conll:2: label"),
+            std::string::npos);
+}
+
 TEST(NerReader, UnerAndConllu) {
   NerReadOptions o;
   o.format = parse_ner_format("auto", "zh.iob2");

@@ -105,7 +105,9 @@ struct ConvertResult {
 ConvertResult convert_checkpoint(const std::string& input, const std::string& output, const ConvertOptions& options = {});
 
 /// The TF prefix an input names: a prefix, its .index / .data file, or a directory holding exactly one *.index
-/// file (bert_model.ckpt.index in Google's zips); nullopt when it names no TF checkpoint.
+/// file (bert_model.ckpt.index in Google's zips); nullopt when it names no TF checkpoint. Throws bertrain::Error
+/// (one line listing the prefixes) for a directory without model.safetensors that holds several *.index files
+/// (a training run's model.ckpt-N): one prefix must be chosen.
 std::optional<std::string> find_tf_checkpoint(const std::string& path);
 
 }  // namespace bertrain

@@ -79,6 +79,8 @@ NerFile parse_ner_text(std::string_view text, const NerReadOptions& o, const std
     pos = nl + 1;
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // A UTF-8 byte-order mark (Notepad, Excel) is no part of the first token (Python's utf-8-sig).
+    if (lineno == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
     BERTRAIN_CHECK(text::utf8_is_valid(line), source, ":", lineno, ": not valid UTF-8");
     if (is_blank(line)) {
       flush();
@@ -123,6 +125,10 @@ NerFile parse_ner_text(std::string_view text, const NerReadOptions& o, const std
         label = cols[o.label_column == "upos" ? 3 : 4];
       }
     }
+    // Whitespace after a TAB-separated label (an editor's trailing spaces) is no part of it: Hugging Face's
+    // readers rstrip the label, and "PER " would otherwise be a second entity type.
+    while (!label.empty() && (label.back() == ' ' || label.back() == '\v' || label.back() == '\f'))
+      label.remove_suffix(1);
     if (token.empty()) {
       if (f.skipped_empty_tokens++ == 0)
         f.warnings.push_back(str_cat(source, ":", lineno, ": empty token, line skipped (further such lines in this ",
