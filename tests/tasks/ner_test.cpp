@@ -437,7 +437,10 @@ TEST(RunNer, TrainEvaluatePredictAndLabelsByName) {
   EXPECT_TRUE(r.eval_metrics.count("eval_f1"));
   EXPECT_TRUE(fs::exists(dir / "out" / "eval_results.json"));
   EXPECT_TRUE(fs::exists(dir / "out" / "test_predictions.txt"));
-  EXPECT_EQ(bertrain::test::split_lines(bertrain::test::read_file((dir / "out" / "predictions.txt").string())).size(), 3u);
+  // The tiny model learns the two words (F1 1 from step 10 of 20 on, at any thread count): predictions.txt holds
+  // each input line and its predicted label, then a blank line.
+  EXPECT_DOUBLE_EQ(r.eval_metrics.at("eval_f1"), 1.0);
+  EXPECT_EQ(bertrain::test::read_file((dir / "out" / "predictions.txt").string()), "Oslo\tB-LOC\tB-LOC\nlives\tO\tO\n\n");
   // The checkpoint names its outputs (C43) ...
   const BertConfig saved = load_bert_config((dir / "out" / "best" / "config.json").string());
   EXPECT_EQ(saved.id2label, (S{"B-LOC", "B-PER", "I-LOC", "I-PER", "O"}));
