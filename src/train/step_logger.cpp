@@ -27,14 +27,15 @@ std::string fmt_duration(double s) {
 
 json to_json(const MetricsRecord& r) {
   json j = json::object();
-  for (const auto& [k, v] : r) {
+  for (const auto& kv : r) {  // not a structured binding: clang 14 cannot capture one in the lambda
+    const auto& k = kv.first;
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, std::monostate>) j[k] = nullptr;
           else j[k] = x;
         },
-        v);
+        kv.second);
   }
   return j;
 }
