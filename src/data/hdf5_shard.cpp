@@ -136,6 +136,28 @@ hid_t open_shard(const std::string& path) {
   return f;
 }
 
+// Opens the file image `bytes` read-only after the check H5Fis_hdf5 makes on files: the superblock signature
+// at offset 0, 512, 1024, 2048, ...
+hid_t open_shard_image(std::string_view bytes, const std::string& source) {
+  silence_hdf5();
+  static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
+  bool found = false;
+  for (size_t at = 0; !found && at + 8 <= bytes.size(); at = at == 0 ? 512 : 2 * at)
+    found = bytes.compare(at, 8, kSignature, 8) == 0;
+  BERTRAIN_CHECK(found, "'", source, "' is not an HDF5 file");
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5_CHECK(fapl.get(), "'", source, "': cannot create a file access property list");
+  H5_CHECK(H5Pset_fapl_core(fapl.get(), 1 << 16, /*backing_store=*/0), "'", source, "': no core driver");
+  H5_CHECK(H5Pset_file_image(fapl.get(), const_cast<char*>(bytes.data()), bytes.size()), "'", source,
+           "': cannot set the file image");
+  // HDF5 keeps a list of open files by name: a name of its own for each image, never a path on disk.
+  static std::atomic<uint64_t> counter{0};
+  const std::string name = "bertrain-image-" + std::to_string(counter++);
+  hid_t f = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
+  H5_CHECK(f, "cannot open HDF5 file '", source, "'");
+  return f;
+}
+
 // Opens dataset `name`, checks it is an integer dataset, and returns its dims.
 hid_t open_dataset(hid_t file, const std::string& path, const char* name, std::vector<hsize_t>& dims) {
   const htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
@@ -166,8 +188,9 @@ hid_t open_dataset(hid_t file, const std::string& path, const char* name, std::v
 }
 
 // Reads the dims of all six datasets, checks them against each other, and optionally reads the data.
-ShardInfo read_or_inspect(const std::string& path, PretrainingFeatures* out) {
-  Handle file(open_shard(path), H5Fclose);
+// Takes ownership of `file_id`; `path` names the file in errors.
+ShardInfo read_or_inspect(hid_t file_id, const std::string& path, PretrainingFeatures* out) {
+  Handle file(file_id, H5Fclose);
   std::vector<hsize_t> d_ids, d_mask, d_seg, d_pos, d_mids, d_nsl;
   Handle ids(open_dataset(file.get(), path, "input_ids", d_ids), H5Dclose);
   Handle mask(open_dataset(file.get(), path, "input_mask", d_mask), H5Dclose);
@@ -255,11 +278,23 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 
 PretrainingFeatures read_pretraining_shard(const std::string& path) {
   PretrainingFeatures f;
-  read_or_inspect(path, &f);
+  read_or_inspect(open_shard(path), path, &f);
   return f;
 }
 
-ShardInfo inspect_pretraining_shard(const std::string& path) { return read_or_inspect(path, nullptr); }
+ShardInfo inspect_pretraining_shard(const std::string& path) {
+  return read_or_inspect(open_shard(path), path, nullptr);
+}
+
+PretrainingFeatures read_pretraining_shard_image(std::string_view bytes, const std::string& source) {
+  PretrainingFeatures f;
+  read_or_inspect(open_shard_image(bytes, source), source, &f);
+  return f;
+}
+
+ShardInfo inspect_pretraining_shard_image(std::string_view bytes, const std::string& source) {
+  return read_or_inspect(open_shard_image(bytes, source), source, nullptr);
+}
 
 namespace {
 

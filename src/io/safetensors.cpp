@@ -147,34 +147,54 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 // ---------------------------------------------------------------------------------------------------------
 // Reading
 
-struct SafetensorsFile::Fd {
-  int fd = -1;
-  ~Fd() {
+struct SafetensorsFile::Source {
+  int fd = -1;        // a file, read with positioned reads...
+  std::string bytes;  // ...or its bytes in memory (fd < 0)
+  Source() = default;
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
+  ~Source() {
     if (fd >= 0) ::close(fd);
+  }
+  void read(void* dst, uint64_t n, uint64_t offset, const std::string& path) const {
+    if (fd >= 0) return read_exact(fd, dst, n, offset, path);
+    BERTRAIN_ASSERT(offset <= bytes.size() && n <= bytes.size() - offset, "read past the end of ", path);
+    if (n > 0) std::memcpy(dst, bytes.data() + offset, n);
   }
 };
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  auto src = std::make_shared<Source>();
+  src->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  BERTRAIN_CHECK(src->fd >= 0, "cannot open ", where(path), ": ", std::strerror(errno));
+  struct stat st {};
+  BERTRAIN_CHECK(::fstat(src->fd, &st) == 0, "cannot stat ", where(path), ": ", std::strerror(errno));
+  BERTRAIN_CHECK(S_ISREG(st.st_mode), where(path), " is not a regular file");
+  return parse(std::move(src), path, static_cast<uint64_t>(st.st_size));
+}
+
+SafetensorsFile SafetensorsFile::from_memory(std::string bytes, const std::string& source) {
+  auto src = std::make_shared<Source>();
+  src->bytes = std::move(bytes);
+  const uint64_t size = src->bytes.size();
+  return parse(std::move(src), source, size);
+}
+
+SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const Source> src, const std::string& path, uint64_t size) {
   SafetensorsFile f;
   f.path_ = path;
-  f.fd_ = std::make_shared<Fd>();
-  f.fd_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  BERTRAIN_CHECK(f.fd_->fd >= 0, "cannot open ", where(path), ": ", std::strerror(errno));
-  struct stat st {};
-  BERTRAIN_CHECK(::fstat(f.fd_->fd, &st) == 0, "cannot stat ", where(path), ": ", std::strerror(errno));
-  BERTRAIN_CHECK(S_ISREG(st.st_mode), where(path), " is not a regular file");
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  f.src_ = std::move(src);
   BERTRAIN_CHECK(size >= 8, where(path), " is truncated: ", size,
                  " bytes, shorter than the 8-byte header length that starts every safetensors file");
   unsigned char len[8];
-  read_exact(f.fd_->fd, len, 8, 0, path);
+  f.src_->read(len, 8, 0, path);
   const uint64_t n = read_u64_le(len);
   BERTRAIN_CHECK(n <= kMaxHeader, where(path), ": header length ", n, " exceeds the limit of ", kMaxHeader,
                  " bytes (not a safetensors file?)");
   BERTRAIN_CHECK(n <= size - 8, where(path), ": header length ", n, " runs past the end of the file (", size,
                  " bytes; at most ", size - 8, " available): truncated or not a safetensors file");
   std::string text(n, '\0');
-  read_exact(f.fd_->fd, text.data(), n, 8, path);
+  f.src_->read(text.data(), n, 8, path);
   f.data_start_ = 8 + n;
   const uint64_t buffer_size = size - 8 - n;
 
@@ -287,7 +307,7 @@ Tensor SafetensorsFile::load(const std::string& name, std::optional<DType> conve
   auto direct = [&](DType d) {
     t = Tensor::empty(in.shape, d);
     BERTRAIN_ASSERT(t.nbytes() == nbytes, "byte count");
-    read_exact(fd_->fd, t.raw_data(), nbytes, at, path_);
+    src_->read(t.raw_data(), nbytes, at, path_);
   };
   if (in.dtype == "F32") direct(DType::f32);
   else if (in.dtype == "F64") direct(DType::f64);
@@ -297,7 +317,7 @@ Tensor SafetensorsFile::load(const std::string& name, std::optional<DType> conve
   else if (in.dtype == "I8") direct(DType::i8);
   else if (in.dtype == "F16" || in.dtype == "U8") {
     std::vector<unsigned char> raw(nbytes);
-    read_exact(fd_->fd, raw.data(), nbytes, at, path_);
+    src_->read(raw.data(), nbytes, at, path_);
     const int64_t n = in.shape.numel();
     if (in.dtype == "F16") {
       t = Tensor::empty(in.shape, DType::f32);

@@ -98,6 +98,14 @@ SentencePieceTokenizer SentencePieceTokenizer::load(const std::string& model_fil
   return SentencePieceTokenizer(std::move(impl), model_file, do_lower_case);
 }
 
+SentencePieceTokenizer SentencePieceTokenizer::from_serialized(std::string_view model_proto, const std::string& source,
+                                                               bool do_lower_case) {
+  auto impl = std::make_unique<Impl>();
+  const auto st = impl->sp.LoadFromSerializedProto(absl::string_view(model_proto.data(), model_proto.size()));
+  BERTRAIN_CHECK(st.ok(), "sentencepiece model '", source, "': cannot load: ", st.ToString());
+  return SentencePieceTokenizer(std::move(impl), source, do_lower_case);
+}
+
 std::vector<std::string> SentencePieceTokenizer::split_digit_comma_piece(std::string_view piece) const {
   std::string body(piece.substr(0, piece.size() - 1));  // piece[:-1]
   replace_all(body, kSpieceUnderline, "");

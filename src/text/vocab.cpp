@@ -35,11 +35,13 @@ Vocab Vocab::load(const std::string& path) {
   std::ostringstream buf;
   buf << in.rdbuf();
   BERTRAIN_CHECK(!in.bad(), "vocab file '", path, "': read error");
-  const std::string bytes = buf.str();
-  BERTRAIN_CHECK(!bytes.empty(), "vocab file '", path, "' is empty: expected one token per line");
+  return parse(buf.str(), path);
+}
 
+Vocab Vocab::parse(std::string_view bytes, const std::string& source) {
+  BERTRAIN_CHECK(!bytes.empty(), "vocab file '", source, "' is empty: expected one token per line");
   Vocab v;
-  v.source_ = path;
+  v.source_ = source;
   v.sha256_ = sha256_hex(bytes);
   std::vector<std::size_t> lines;
   std::size_t pos = 0, line_no = 0;
@@ -49,7 +51,7 @@ Vocab Vocab::load(const std::string& path) {
     if (nl == std::string::npos) nl = bytes.size();
     const std::string_view line(bytes.data() + pos, nl - pos);
     const std::size_t bad = utf8_invalid_offset(line);
-    BERTRAIN_CHECK(bad == std::string_view::npos, "vocab file '", path, "' line ", line_no,
+    BERTRAIN_CHECK(bad == std::string_view::npos, "vocab file '", source, "' line ", line_no,
                    ": not valid UTF-8 (bad byte at column ", bad + 1, ")");
     v.tokens_.emplace_back(python_strip(line));
     lines.push_back(line_no);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bertrain/data/pretraining.h"
@@ -31,6 +32,11 @@ struct ShardInfo {
   int64_t max_predictions_per_seq = 0;
 };
 ShardInfo inspect_pretraining_shard(const std::string& path);
+
+/// The same two on the bytes of a whole shard file in memory, through HDF5's file-image API (the core driver,
+/// no backing store; HDF5 copies the bytes). `source` names it in errors as the path does above. Same throws.
+PretrainingFeatures read_pretraining_shard_image(std::string_view bytes, const std::string& source);
+ShardInfo inspect_pretraining_shard_image(std::string_view bytes, const std::string& source);
 
 /// The training shards of a directory, sorted by name: its *.hdf5 / *.h5 files whose name contains "training"
 /// when there are any (NVIDIA's layout keeps `*_training_*` and `*_test_*` files side by side and its loader

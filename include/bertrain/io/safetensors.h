@@ -49,6 +49,9 @@ class SafetensorsFile {
   /// differs from dtype size x numel; or the entries, sorted by offset, do not tile the data buffer exactly
   /// (overlap, gap, or out of range), which is the reference's validate() rule.
   static SafetensorsFile open(const std::string& path);
+  /// open() on the bytes of a whole safetensors file already in memory (kept in the object; load() copies out
+  /// of them). `source` names it in errors as open() names its path, and is what path() returns. Same throws.
+  static SafetensorsFile from_memory(std::string bytes, const std::string& source);
 
   const std::string& path() const { return path_; }
   /// Tensor names in file (offset) order.
@@ -69,9 +72,10 @@ class SafetensorsFile {
   std::vector<std::pair<std::string, Tensor>> load_all(std::optional<DType> convert_to = std::nullopt) const;
 
  private:
-  struct Fd;
+  struct Source;  // an open file or the bytes of one
+  static SafetensorsFile parse(std::shared_ptr<const Source> src, const std::string& path, uint64_t size);
   std::string path_;
-  std::shared_ptr<Fd> fd_;
+  std::shared_ptr<const Source> src_;
   uint64_t data_start_ = 0;  // 8 + N
   std::vector<std::pair<std::string, SafetensorsInfo>> entries_;  // sorted by offset
   std::map<std::string, size_t> index_;

@@ -29,6 +29,10 @@ class SentencePieceTokenizer {
  public:
   /// Loads `model_file`. Throws bertrain::Error naming the file if it is missing or not a sentencepiece model.
   static SentencePieceTokenizer load(const std::string& model_file, bool do_lower_case);
+  /// The same from the bytes of a .model file already in memory (a serialized ModelProto); `source` names it in
+  /// errors and is what model_file() returns. Throws bertrain::Error naming `source` if it is not a model.
+  static SentencePieceTokenizer from_serialized(std::string_view model_proto, const std::string& source,
+                                                bool do_lower_case);
   ~SentencePieceTokenizer();
   SentencePieceTokenizer(SentencePieceTokenizer&&) noexcept;
   SentencePieceTokenizer& operator=(SentencePieceTokenizer&&) noexcept;

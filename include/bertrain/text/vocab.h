@@ -27,6 +27,10 @@ class Vocab {
   /// is empty, has a line that is not well-formed UTF-8, or repeats a token.
   static Vocab load(const std::string& path);
 
+  /// load() on the bytes of a vocab.txt already in memory; `source` names it in errors as load() names its
+  /// path. Same throws (except the ones about opening the file).
+  static Vocab parse(std::string_view bytes, const std::string& source);
+
   /// Builds a vocab from tokens in id order. `source` names it in error messages.
   /// Throws bertrain::Error if `tokens` is empty or holds a duplicate.
   static Vocab from_tokens(std::vector<std::string> tokens, std::string source = "<in-memory vocab>");
