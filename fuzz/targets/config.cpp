@@ -1,0 +1,21 @@
+// config.cpp (fuzz target): a model config.json / bert_config.json (parse_bert_config, the body of
+// load_bert_config); an accepted config must survive bert_config_to_json -> parse_bert_config unchanged.
+#include "bertrain/io/config.h"
+#include "fuzz_util.h"
+
+using namespace bertrain;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::string source = "config file 'fuzz/config.json'";
+  fuzz::expect_refusal_or_success("fuzz/config.json", [&] {
+    const BertConfig c = parse_bert_config(text, source);
+    const std::string once = bert_config_to_json(c);
+    const std::string twice = bert_config_to_json(parse_bert_config(once, "round trip"));
+    if (once != twice) {
+      std::fprintf(stderr, "FINDING: config does not round-trip:\n%s\n%s\n", once.c_str(), twice.c_str());
+      std::abort();
+    }
+  });
+  return 0;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# fuzz.sh: builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan + libFuzzer, build directory build-fuzz)
+# and fuzzes them. README "Reliability" has the results.
+#
+#   scripts/fuzz.sh --ci                 build, then the `fuzz` ctest label (fixed runs and seed per target)
+#   scripts/fuzz.sh [--runs N] [--time S] [TARGET...]
+#                                        long runs, one target at a time under `nice -n 19`, each until N executions
+#                                        (default 1,000,000) or S seconds (default 1800), whichever comes first, with
+#                                        a growing corpus and findings in OUT/TARGET/ (OUT default /work/runs/fuzz,
+#                                        else /tmp/bertrain-fuzz); one summary line per target in OUT/summary.tsv
+#   scripts/fuzz.sh --build-only
+# BUILD_DIR (default build-fuzz) and JOBS (default: all cores) may be set in the environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-fuzz}
+JOBS=${JOBS:-$(nproc)}
+mode=long runs=1000000 seconds=1800 targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ci) mode=ci ;;
+    --build-only) mode=build ;;
+    --runs) runs=$2; shift ;;
+    --time) seconds=$2; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1") ;;
+  esac
+  shift
+done
+
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+# -O1 and line tables: libFuzzer's recommendation (fast enough, stacks with file:line). No tests, no CLI.
+CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+  -DBERTRAIN_FUZZ=ON -DBERTRAIN_WITH_MPI=OFF "${launcher[@]}" >/dev/null
+[ ${#targets[@]} -eq 0 ] && read -r -a targets <<<"$(cd fuzz/targets && ls *.cpp | sed 's/\.cpp$//' | tr '\n' ' ')"
+cmake --build "$BUILD_DIR" -j "$JOBS" --target $(printf 'fuzz_%s ' "${targets[@]}")
+case $mode in
+  build) exit 0 ;;
+  ci) exec ctest --test-dir "$BUILD_DIR" -L fuzz --output-on-failure -j "$JOBS" ;;
+esac
+
+OUT=${OUT:-$([ -d /work/runs ] && echo /work/runs/fuzz || echo /tmp/bertrain-fuzz)}
+mkdir -p "$OUT"
+for t in "${targets[@]}"; do
+  d="$OUT/$t"
+  mkdir -p "$d/corpus"
+  opts=(-timeout=60 -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix="$d/" -print_final_stats=1
+        -runs="$runs" -max_total_time="$seconds")
+  [ -f "fuzz/dict/$t.dict" ] && opts+=(-dict="fuzz/dict/$t.dict")
+  echo "fuzz.sh: $t: up to $runs executions or $seconds s; log $d/log"
+  start=$(date +%s)
+  rc=0
+  nice -n 19 "$BUILD_DIR/fuzz/fuzz_$t" "${opts[@]}" "$d/corpus" "fuzz/corpus/$t" >"$d/log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$d/log" | tail -1)
+  finding=$(ls -t "$d"/crash-* "$d"/leak-* "$d"/timeout-* "$d"/oom-* "$d"/slow-unit-* 2>/dev/null | head -1 || true)
+  line=$(printf '%s\t%s\t%s\t%s\t%s\t%s' "$t" "${execs:-?}" "$(( $(date +%s) - start ))" "$rc" \
+         "$(date -u +%Y-%m-%dT%H:%MZ)" "${finding:-none}")
+  echo "$line" | tee -a "$OUT/summary.tsv"
+done
