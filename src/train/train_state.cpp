@@ -58,7 +58,13 @@ TrainState TrainState::from_json(const std::string& text, const std::string& wha
     s.phase = phase1 - 1;
     get(j, "phase_step", s.phase_step);
     get(j, "phase_initialized", s.phase_initialized);
-    if (j.contains("data_cursor")) s.data_cursor = data::LoaderCursor::from_json(j.at("data_cursor").dump());
+    if (j.contains("data_cursor")) {
+      try {
+        s.data_cursor = data::LoaderCursor::from_json(j.at("data_cursor").dump());
+      } catch (const Error& e) {  // the cursor's reader knows no file name
+        throw Error(what + ": data_cursor: " + e.what());
+      }
+    }
     get(j, "optimizer_step", s.optimizer_step);
     get(j, "skipped_steps", s.skipped_steps);
     get(j, "consecutive_skipped_steps", s.consecutive_skipped_steps);
