@@ -402,6 +402,8 @@ PretrainRecipe load_pretrain_recipe(const std::string& path,
       j = json::parse(f);
     } catch (const json::parse_error& e) {
       throw Error("recipe " + path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (const json::exception& e) {  // the parser's other errors (406: a number beyond double, 1e400)
+      throw Error("recipe " + path + ": invalid JSON: " + e.what());
     }
   }
   for (const auto& [k, v] : overrides) apply_override(j, k, v);
@@ -415,6 +417,8 @@ PretrainRecipe pretrain_recipe_from_json(const std::string& text, const std::str
     return recipe_from(json::parse(text), what);
   } catch (const json::parse_error& e) {
     throw Error(what + ": invalid JSON at byte " + std::to_string(e.byte));
+  } catch (const json::out_of_range& e) {  // 406: a number beyond double (1e400)
+    throw Error(what + ": invalid JSON: " + e.what());
   }
 }
 
