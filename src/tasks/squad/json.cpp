@@ -25,6 +25,8 @@ Json parse_json(std::string_view text, const std::string& source) {
     // e.byte is 1-based (the byte nlohmann stopped at); report the 0-based offset as well as its message.
     throw Error(::bertrain::detail::str_cat(source, ": invalid JSON at byte offset ", e.byte == 0 ? 0 : e.byte - 1, ": ",
                                 e.what()));
+  } catch (const nlohmann::json::exception& e) {  // the parser's other errors (406: a number beyond double, 1e400)
+    throw Error(::bertrain::detail::str_cat(source, ": invalid JSON: ", e.what()));
   }
 }
 template nlohmann::json parse_json<nlohmann::json>(std::string_view, const std::string&);
