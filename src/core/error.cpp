@@ -1,6 +1,30 @@
 // error.cpp: out-of-line throwers, so the macros stay small at every call site.
 #include "bertrain/core/error.h"
 
+#include <algorithm>
+
+namespace bertrain {
+
+std::string printable(std::string_view text, size_t max_bytes) {
+  std::string out;
+  size_t n = std::min(text.size(), max_bytes);
+  while (n > 0 && n < text.size() && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80) --n;  // whole characters
+  out.reserve(n + 8);
+  static const char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    else out += static_cast<char>(c);
+  }
+  if (n < text.size()) out += "...";
+  return out;
+}
+
+}  // namespace bertrain
+
 namespace bertrain::detail {
 
 void throw_check(const std::string& msg) { throw Error(msg); }

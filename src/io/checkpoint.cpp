@@ -87,6 +87,18 @@ std::string default_config_file(const std::string& checkpoint) {
   return hf.string();
 }
 
+namespace {
+
+// "a, b, c (and 7 more)" on one line: errors are one line, and tensor names come from the file.
+std::string names_line(const std::vector<std::string>& names, size_t max_names = 10) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < max_names; ++i) out += (i ? ", " : "") + printable(names[i], 120);
+  if (names.size() > max_names) out += " (and " + std::to_string(names.size() - max_names) + " more)";
+  return out;
+}
+
+}  // namespace
+
 std::string resolve_weights_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return path;
@@ -287,7 +299,8 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
 
   if (options.strict) {
     BERTRAIN_CHECK(report.missing.empty() && report.unexpected.empty(), where, " does not match the model exactly (",
-                   report.missing.size(), " missing, ", report.unexpected.size(), " unexpected):\n", report.summary());
+                   report.missing.size(), " missing: ", names_line(report.missing), "; ", report.unexpected.size(),
+                   " unexpected: ", names_line(report.unexpected), ")");
   }
   if (options.require_backbone && !report.only_heads_missing()) {
     std::string first;
@@ -296,9 +309,9 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
         first = n;
         break;
       }
-    throw Error(where + " lacks parameter '" + first + "' of the model (and " +
-                std::to_string(report.missing.size() - 1) + " more missing): is it a checkpoint of another model?\n" +
-                report.summary());
+    throw Error(where + " lacks parameter '" + first + "' of the model (" + std::to_string(report.missing.size()) +
+                " missing: " + names_line(report.missing) + "; " + std::to_string(report.unexpected.size()) +
+                " unexpected: " + names_line(report.unexpected) + "): is it a checkpoint of another model?");
   }
 
   NoGradGuard no_grad;

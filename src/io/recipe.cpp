@@ -128,7 +128,7 @@ void get_enum(const json& j, const char* key, E& out, const std::string& where) 
 
 void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
   BERTRAIN_CHECK(j.is_object(), where, ": expected a JSON object, got ", j.dump());
-  for (auto& [k, v] : j.items()) BERTRAIN_CHECK(known.count(k), where, ": unknown key '", k, "'");
+  for (auto& [k, v] : j.items()) BERTRAIN_CHECK(known.count(k), where, ": unknown key '", printable(k), "'");
 }
 
 PhaseRecipe phase_from(const json& j, const std::string& where) {

@@ -43,7 +43,7 @@ int st_rank(const std::string& name) {
 
 std::string where(const std::string& path) { return "safetensors file '" + path + "'"; }
 std::string where(const std::string& path, const std::string& tensor) {
-  return "safetensors file '" + path + "', tensor '" + tensor + "'";
+  return "safetensors file '" + path + "', tensor '" + printable(tensor) + "'";  // names come from the file
 }
 
 uint64_t read_u64_le(const unsigned char* p) {
@@ -219,7 +219,7 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const Source> src, const 
     if (name == "__metadata__") {
       BERTRAIN_CHECK(v.is_object(), where(path), ": \"__metadata__\" must be an object of strings");
       for (auto m = v.begin(); m != v.end(); ++m) {
-        BERTRAIN_CHECK(m.value().is_string(), where(path), ": \"__metadata__\" value of '", m.key(),
+        BERTRAIN_CHECK(m.value().is_string(), where(path), ": \"__metadata__\" value of '", printable(m.key()),
                        "' is not a string");
         f.metadata_[m.key()] = m.value().get<std::string>();
       }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace bertrain {
 
@@ -14,6 +15,11 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
+
+/// `text` as it may appear inside an error message: every error is one line, so control characters from a file
+/// (a CSV field's newline, a stray carriage return) are written as \n, \r, \t or \xNN, and at most `max_bytes`
+/// bytes are kept ("..." marks a cut). UTF-8 above ASCII is kept as it is.
+std::string printable(std::string_view text, size_t max_bytes = 200);
 
 namespace detail {
 template <class... Args>

@@ -154,11 +154,11 @@ void check_label(const std::string& task, const std::vector<std::string>& labels
                  const std::string& label, const std::string& path, int64_t line) {
   if (regression) {
     double v;
-    BERTRAIN_CHECK(parse_finite_float(label, v), path, ":", line, ": ", task, " label '", label,
+    BERTRAIN_CHECK(parse_finite_float(label, v), path, ":", line, ": ", task, " label '", printable(label),
                    "' is not a finite number");
   } else {
     BERTRAIN_CHECK(std::find(labels.begin(), labels.end(), label) != labels.end(), path, ":", line, ": unknown ",
-                   task, " label '", label, "' (expected one of: ", join(labels, ", "), ")");
+                   task, " label '", printable(label), "' (expected one of: ", join(labels, ", "), ")");
   }
 }
 
@@ -336,7 +336,7 @@ class GenericProcessor final : public GlueProcessor {
       if (name.empty()) return kNone;
       const auto it = std::find(header.begin(), header.end(), name);
       BERTRAIN_CHECK(it != header.end() || !required, out.path, ":", records[0].line, ": no column '", name,
-                     "' in the header (columns: ", join(header, ", "), ")");
+                     "' in the header (columns: ", printable(join(header, ", ")), ")");
       return it == header.end() ? kNone : static_cast<int>(it - header.begin());
     };
     const int a = column(o_.text_a_column, true);
@@ -505,7 +505,7 @@ std::vector<CsvRecord> read_csv(const std::string& path) {
         }
         const bool at_end = i >= n || text[i] == ',' || text[i] == '\n' ||
                             (text[i] == '\r' && (i + 1 >= n || text[i + 1] == '\n'));
-        BERTRAIN_CHECK(at_end, path, ":", line, ": unexpected character '", text[i],
+        BERTRAIN_CHECK(at_end, path, ":", line, ": unexpected character '", printable(std::string_view(&text[i], 1)),
                        "' after a closing quote (a quote inside a quoted field is written \"\")");
       } else {  // unquoted field: up to ',' or the end of the line; quotes are literal
         while (i < n && text[i] != ',' && text[i] != '\n' &&
@@ -552,7 +552,7 @@ ClassifierFeatures convert_impl(const InputExample& example, const std::vector<s
     f.has_label = true;
     if (is_regression) {
       double v;
-      BERTRAIN_CHECK(parse_finite_float(*example.label, v), where(example), ": regression label '", *example.label,
+      BERTRAIN_CHECK(parse_finite_float(*example.label, v), where(example), ": regression label '", printable(*example.label),
                      "' is not a finite number");
       f.label_value = static_cast<float>(v);
     } else {
@@ -564,7 +564,7 @@ ClassifierFeatures convert_impl(const InputExample& example, const std::vector<s
         const auto it = std::find(labels.begin(), labels.end(), *example.label);
         if (it != labels.end()) id = static_cast<int32_t>(it - labels.begin());
       }
-      BERTRAIN_CHECK(id >= 0, where(example), ": unknown label '", *example.label, "' (expected one of: ",
+      BERTRAIN_CHECK(id >= 0, where(example), ": unknown label '", printable(*example.label), "' (expected one of: ",
                      join(labels, ", "), ")");
       f.label_id = id;
     }
