@@ -5,8 +5,10 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,6 +43,125 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
   }
   out.append(s, pos, std::string::npos);
   s.swap(out);
+}
+
+// ---- a guard for sentencepiece's normalization tables ----
+// A ModelProto's normalizer_spec (field 3) and denormalizer_spec (field 5) may hold a precompiled_charsmap (field
+// 2): <uint32 trie size><darts-clone double array: trie size / 4 units of 32 bits><NUL-terminated replacements>.
+// sentencepiece 0.1.97 walks that array with every input byte, and takes replacement strings at offsets read from
+// it, without a bounds check (its Normalizer::NormalizePrefix; README "Reliability", dependency finding S1): a
+// corrupt table is a read anywhere in memory. valid_charsmap visits every array index and string offset the walk
+// can reach for any input, so such a model is refused before sentencepiece sees it. A table sentencepiece itself
+// rejects (too short, size past the end) passes through to its own error.
+
+bool read_varint(std::string_view& s, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && !s.empty(); shift += 7) {
+    const auto b = static_cast<uint8_t>(s.front());
+    s.remove_prefix(1);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Calls fn(field, bytes) for every length-delimited field of the protobuf message `s`. False when the wire format
+// is malformed or uses groups, which no sentencepiece model has.
+template <class Fn>
+bool each_length_delimited(std::string_view s, Fn&& fn) {
+  while (!s.empty()) {
+    uint64_t key = 0, v = 0;
+    if (!read_varint(s, key)) return false;
+    switch (key & 7) {
+      case 0:
+        if (!read_varint(s, v)) return false;
+        break;
+      case 1:
+        if (s.size() < 8) return false;
+        s.remove_prefix(8);
+        break;
+      case 5:
+        if (s.size() < 4) return false;
+        s.remove_prefix(4);
+        break;
+      case 2:
+        if (!read_varint(s, v) || v > s.size()) return false;
+        if (!fn(key >> 3, s.substr(0, v))) return false;
+        s.remove_prefix(v);
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+// The reads of darts-clone's commonPrefixSearch (darts.h, DoubleArrayImpl): unit i is 32 bits; offset, label,
+// has_leaf and value as its DoubleArrayUnit defines them; the id after byte c is (id ^ c), then ^= offset.
+bool valid_charsmap(std::string_view blob, std::string& why) {
+  uint32_t trie_bytes = 0;
+  if (blob.size() <= 4) return true;  // sentencepiece: "Blob for normalization rule is broken."
+  std::memcpy(&trie_bytes, blob.data(), 4);
+  if (trie_bytes >= blob.size()) return true;  // sentencepiece: "Trie data size exceeds the input blob size."
+  const uint32_t n = trie_bytes / 4;
+  const char* units = blob.data() + 4;
+  const uint64_t strings = blob.size() - 4 - trie_bytes;  // a NUL ends the proto's std::string right after them
+  auto unit = [&](uint32_t i) {
+    uint32_t u;
+    std::memcpy(&u, units + 4 * static_cast<size_t>(i), 4);
+    return u;
+  };
+  auto offset = [](uint32_t u) -> uint32_t { return (u >> 10) << ((u & (1u << 9)) >> 6); };
+  if (n == 0) {
+    why = "an empty double array";
+    return false;
+  }
+  std::vector<uint8_t> seen(n, 0);
+  std::vector<uint32_t> todo = {offset(unit(0))};
+  while (!todo.empty()) {
+    const uint32_t base = todo.back();
+    todo.pop_back();
+    if ((base | 0xffu) >= n) {  // the next input byte c reads unit base ^ c, whatever c is
+      why = "a double-array transition to unit " + std::to_string(base | 0xffu) + " of " + std::to_string(n);
+      return false;
+    }
+    if (seen[base]) continue;
+    seen[base] = 1;
+    for (uint32_t c = 0; c < 256; ++c) {
+      const uint32_t u = unit(base ^ c);
+      if ((u & ((1u << 31) | 0xffu)) != c) continue;  // label mismatch: the walk stops
+      const uint32_t next = (base ^ c) ^ offset(u);
+      if ((u >> 8) & 1u) {  // has_leaf: the value unit is read, and the replacement string at that offset
+        if (next >= n) {
+          why = "a leaf at unit " + std::to_string(next) + " of " + std::to_string(n);
+          return false;
+        }
+        const uint32_t value = unit(next) & ((1u << 31) - 1);
+        if (value > strings) {
+          why = "a replacement at byte " + std::to_string(value) + " of " + std::to_string(strings);
+          return false;
+        }
+      }
+      todo.push_back(next);
+    }
+  }
+  return true;
+}
+
+// Throws naming `source` when a precompiled_charsmap of the model would be read out of bounds.
+void check_normalization_tables(std::string_view model_proto, const std::string& source) {
+  std::string why;
+  bool valid = true;
+  const bool parsed = each_length_delimited(model_proto, [&](uint64_t field, std::string_view spec) {
+    if (field != 3 && field != 5) return true;  // normalizer_spec, denormalizer_spec
+    return each_length_delimited(spec, [&](uint64_t f, std::string_view charsmap) {
+      if (f == 2 && valid) valid = valid_charsmap(charsmap, why);  // precompiled_charsmap
+      return true;
+    });
+  });
+  BERTRAIN_CHECK(parsed, "sentencepiece model '", source, "': cannot load: not a serialized ModelProto");
+  BERTRAIN_CHECK(valid, "sentencepiece model '", source, "': corrupt precompiled_charsmap (", why,
+                 "): sentencepiece would read outside it");
 }
 
 }  // namespace
@@ -92,14 +213,16 @@ SentencePieceTokenizer& SentencePieceTokenizer::operator=(SentencePieceTokenizer
 SentencePieceTokenizer SentencePieceTokenizer::load(const std::string& model_file, bool do_lower_case) {
   BERTRAIN_CHECK(std::filesystem::is_regular_file(model_file), "sentencepiece model '", model_file,
                  "': no such file");
-  auto impl = std::make_unique<Impl>();
-  const auto st = impl->sp.Load(model_file);
-  BERTRAIN_CHECK(st.ok(), "sentencepiece model '", model_file, "': cannot load: ", st.ToString());
-  return SentencePieceTokenizer(std::move(impl), model_file, do_lower_case);
+  std::ifstream in(model_file, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  BERTRAIN_CHECK(in.good() || in.eof(), "sentencepiece model '", model_file, "': read error");
+  return from_serialized(bytes.str(), model_file, do_lower_case);
 }
 
 SentencePieceTokenizer SentencePieceTokenizer::from_serialized(std::string_view model_proto, const std::string& source,
                                                                bool do_lower_case) {
+  check_normalization_tables(model_proto, source);
   auto impl = std::make_unique<Impl>();
   const auto st = impl->sp.LoadFromSerializedProto(absl::string_view(model_proto.data(), model_proto.size()));
   BERTRAIN_CHECK(st.ok(), "sentencepiece model '", source, "': cannot load: ", st.ToString());
