@@ -15,6 +15,15 @@
 
 #include "bertrain/core/error.h"
 
+// The allocation policy of every target (read by AddressSanitizer at start-up; run_fuzz.sh and scripts/fuzz.sh
+// add nothing): malloc() of more than 512 MiB fails with NULL, as glibc's fails for the impossible sizes a corrupt
+// file claims, which the C dependencies (libhdf5) handle as errors; operator new of more than 512 MiB is still a
+// finding (ASan reports it), so bertrain allocating what a file claims is caught, as is any dependency's C++ code.
+// libFuzzer's own -malloc_limit_mb=512 sees only allocations that succeeded. See README "Reliability".
+extern "C" const char* __asan_default_options() {
+  return "allocator_may_return_null=1:max_allocation_size_mb=512";
+}
+
 namespace bertrain::fuzz {
 
 /// Aborts (a libFuzzer finding) when an error message does not name `source` or spans several lines.
