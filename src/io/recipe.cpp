@@ -321,7 +321,8 @@ std::string alias(const std::string& key) {
   return key;
 }
 
-void apply_override(json& j, const std::string& raw_key, const std::string& value) {
+// `where` names the recipe file (or "flags") for errors about its shape; `j` is a JSON object.
+void apply_override(json& j, const std::string& raw_key, const std::string& value, const std::string& where) {
   const std::string key = alias(raw_key);
   const json v = parse_value(value);
   if (key.rfind("phases.", 0) == 0) {
@@ -333,23 +334,31 @@ void apply_override(json& j, const std::string& raw_key, const std::string& valu
     } catch (...) {
       throw Error("override --" + raw_key + ": phase number is not an integer");
     }
-    BERTRAIN_CHECK(n >= 1 && j.contains("phases") && n <= static_cast<int>(j["phases"].size()), "override --",
-                   raw_key, ": the recipe has ", j.contains("phases") ? j["phases"].size() : 0,
+    const size_t phases = j.contains("phases") && j["phases"].is_array() ? j["phases"].size() : 0;
+    BERTRAIN_CHECK(n >= 1 && static_cast<size_t>(n) <= phases, "override --", raw_key, ": the recipe has ", phases,
                    " phases (numbered from 1)");
     const std::string sub = key.substr(dot + 1);
     BERTRAIN_CHECK(kPhaseKeys.count(sub), "override --", raw_key, ": unknown phase key '", sub, "'");
+    BERTRAIN_CHECK(j["phases"][n - 1].is_object(), where, ": phases.", n, " must be an object to take --", raw_key);
     j["phases"][n - 1][sub] = v;
     return;
   }
   if (key.rfind("optimizer.", 0) == 0) {
     const std::string sub = key.substr(10);
     BERTRAIN_CHECK(kOptimizerKeys.count(sub), "override --", raw_key, ": unknown optimizer key '", sub, "'");
+    BERTRAIN_CHECK(!j.contains("optimizer") || j["optimizer"].is_object(), where,
+                   ": 'optimizer' must be an object to take --", raw_key);
     j["optimizer"][sub] = v;
     return;
   }
   if (kPhaseKeys.count(key)) {
-    if (!j.contains("phases") || j["phases"].empty()) j["phases"] = json::array({json::object()});
-    for (json& p : j["phases"]) p[key] = v;
+    if (!j.contains("phases") || (j["phases"].is_array() && j["phases"].empty()))
+      j["phases"] = json::array({json::object()});
+    BERTRAIN_CHECK(j["phases"].is_array(), where, ": 'phases' must be a list to take --", raw_key);
+    for (json& p : j["phases"]) {
+      BERTRAIN_CHECK(p.is_object(), where, ": every phase must be an object to take --", raw_key);
+      p[key] = v;
+    }
     return;
   }
   BERTRAIN_CHECK(kTopKeys.count(key) && key != "phases", "unknown flag --", raw_key);
@@ -406,7 +415,9 @@ PretrainRecipe load_pretrain_recipe(const std::string& path,
       throw Error("recipe " + path + ": invalid JSON: " + e.what());
     }
   }
-  for (const auto& [k, v] : overrides) apply_override(j, k, v);
+  const std::string where = path.empty() ? "flags" : "recipe " + path;
+  BERTRAIN_CHECK(j.is_object(), where, ": expected a JSON object, got ", j.type_name());
+  for (const auto& [k, v] : overrides) apply_override(j, k, v, where);
   return recipe_from(j, path.empty() ? "flags" : path);
 }
 
