@@ -224,7 +224,14 @@ SentencePieceTokenizer SentencePieceTokenizer::from_serialized(std::string_view 
                                                                bool do_lower_case) {
   check_normalization_tables(model_proto, source);
   auto impl = std::make_unique<Impl>();
-  const auto st = impl->sp.LoadFromSerializedProto(absl::string_view(model_proto.data(), model_proto.size()));
+  // sentencepiece reports errors as a Status, but the darts-clone trie builder underneath throws (an empty piece:
+  // "failed to insert key: zero-length key"; dependency finding S2): both become one bertrain::Error.
+  sentencepiece::util::Status st;
+  try {
+    st = impl->sp.LoadFromSerializedProto(absl::string_view(model_proto.data(), model_proto.size()));
+  } catch (const std::exception& e) {
+    throw Error("sentencepiece model '" + source + "': cannot load: " + printable(e.what()));
+  }
   BERTRAIN_CHECK(st.ok(), "sentencepiece model '", source, "': cannot load: ", st.ToString());
   return SentencePieceTokenizer(std::move(impl), source, do_lower_case);
 }
