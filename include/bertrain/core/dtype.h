@@ -18,8 +18,12 @@ const char* dtype_name(DType t);
 /// True for f32, f64 and bf16.
 bool dtype_is_float(DType t);
 
-/// bfloat16: the upper 16 bits of an IEEE float32. Conversion from float rounds to nearest even
-/// (as oneDNN and PyTorch do); NaN stays NaN.
+/// bfloat16: the upper 16 bits of an IEEE float32. Conversion from float, the one rule of every path in bertrain
+/// (this one, the matmuls' scalar fallback and the AVX512_BF16 instruction VCVTNE2PS2BF16 give the same bits for
+/// all 2^32 inputs; tests/bf16_exhaustive_test.cpp): round to nearest, ties to even; finite values beyond the
+/// largest bf16 become +-Inf; NaN becomes a quiet NaN keeping the sign and the upper payload ((bits >> 16) |
+/// 0x40); zero and f32 subnormals (|x| < 2^-126) become a signed zero, because the instruction treats subnormal
+/// inputs as zero (Intel SDM vol. 2; PyTorch's scalar conversion would keep them).
 struct bf16 {
   uint16_t bits = 0;
   bf16() = default;
@@ -28,6 +32,11 @@ struct bf16 {
   static uint16_t from_float(float f) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
+    return from_float_bits(u);
+  }
+  /// from_float on the bits of a float.
+  static uint16_t from_float_bits(uint32_t u) {
+    if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);        // zero, subnormal
     if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
     u += 0x7fffu + ((u >> 16) & 1u);
     return static_cast<uint16_t>(u >> 16);
