@@ -8,6 +8,7 @@
 #include <set>
 
 #include "bertrain/core/error.h"
+#include "bertrain/core/json_limits.h"
 #include "bertrain/io/atomic_file.h"
 #include "io/file_util.h"
 
@@ -123,6 +124,7 @@ void add_extras(json& j, const BertConfig& c) {
 }  // namespace
 
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source) {
+  check_json_depth(json_text, source);
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   BERTRAIN_CHECK(!j.is_discarded(), source, ": not valid JSON");
   BERTRAIN_CHECK(j.is_object(), source, ": expected a JSON object, got ", j.type_name());

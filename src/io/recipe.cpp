@@ -7,8 +7,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "bertrain/core/error.h"
+#include "bertrain/core/json_limits.h"
 
 namespace bertrain {
 
@@ -407,8 +409,11 @@ PretrainRecipe load_pretrain_recipe(const std::string& path,
   if (!path.empty()) {
     std::ifstream f(path);
     BERTRAIN_CHECK(f.good(), "cannot read recipe file ", path);
+    std::ostringstream text;
+    text << f.rdbuf();
+    check_json_depth(text.str(), "recipe " + path);
     try {
-      j = json::parse(f);
+      j = json::parse(text.str());
     } catch (const json::parse_error& e) {
       throw Error("recipe " + path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
     } catch (const json::exception& e) {  // the parser's other errors (406: a number beyond double, 1e400)
@@ -424,6 +429,7 @@ PretrainRecipe load_pretrain_recipe(const std::string& path,
 std::string pretrain_recipe_to_json(const PretrainRecipe& r) { return recipe_to(r).dump(2); }
 
 PretrainRecipe pretrain_recipe_from_json(const std::string& text, const std::string& what) {
+  check_json_depth(text, what);
   try {
     return recipe_from(json::parse(text), what);
   } catch (const json::parse_error& e) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "bertrain/core/json_limits.h"
 #include "io/file_util.h"
 
 namespace bertrain {
@@ -195,6 +196,7 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const Source> src, const 
                  " bytes; at most ", size - 8, " available): truncated or not a safetensors file");
   std::string text(n, '\0');
   f.src_->read(text.data(), n, 8, path);
+  check_json_depth(text, where(path) + ": header");
   f.data_start_ = 8 + n;
   const uint64_t buffer_size = size - 8 - n;
 

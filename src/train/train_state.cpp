@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
+#include "bertrain/core/json_limits.h"
 
 namespace bertrain {
 
@@ -48,6 +49,7 @@ void get(const json& j, const char* key, T& out) {
 
 TrainState TrainState::from_json(const std::string& text, const std::string& what) {
   TrainState s;
+  check_json_depth(text, what);
   try {
     const json j = json::parse(text);
     BERTRAIN_CHECK(j.is_object(), what, ": expected a JSON object");

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "bertrain/core/error.h"
+#include "bertrain/core/json_limits.h"
 #include "bertrain/data/pretraining.h"
 #include "bertrain/text/tokenizer.h"
 #include "bertrain/text/utf8.h"
@@ -366,6 +367,7 @@ class GenericProcessor final : public GlueProcessor {
       const std::string_view s(text.data() + pos, nl - pos);
       pos = nl + 1;
       if (s.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
+      check_json_depth(s, out.path + ":" + std::to_string(line));
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(s);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "bertrain/core/error.h"
+#include "bertrain/core/json_limits.h"
 
 namespace bertrain::squad::detail {
 
@@ -19,6 +20,7 @@ std::string read_text_file(const std::string& path, const char* what) {
 
 template <class Json>
 Json parse_json(std::string_view text, const std::string& source) {
+  check_json_depth(text, source);
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
