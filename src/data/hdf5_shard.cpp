@@ -187,9 +187,33 @@ hid_t open_dataset(hid_t file, const std::string& path, const char* name, std::v
   return ds;
 }
 
+// Deflate's best ratio (RFC 1951: a 258-byte match in at most 2 bits, so 1032:1): no HDF5 file with the
+// standard filters stores a dataset in fewer bytes than its values / 1032.
+constexpr uint64_t kMaxCompressionRatio = 1032;
+
+// Throws unless dataset `name` of rank `dims.size()` stores enough bytes for the values it claims: the check
+// that keeps a corrupt or hostile header from making the reader allocate what the header says.
+void check_storage(hid_t ds, const std::string& path, const char* name, const std::vector<hsize_t>& dims,
+                   uint64_t file_size) {
+  uint64_t values = 1;
+  for (hsize_t d : dims) BERTRAIN_CHECK(!__builtin_mul_overflow(values, d, &values), "'", path, "': dataset '", name,
+                                        "' claims more than 2^64 values");
+  if (values == 0) return;
+  Handle type(H5Dget_type(ds), H5Tclose);
+  const uint64_t type_size = type.ok() ? H5Tget_size(type.get()) : 0;
+  uint64_t bytes = 0;
+  BERTRAIN_CHECK(type_size > 0 && !__builtin_mul_overflow(values, type_size, &bytes), "'", path, "': dataset '",
+                 name, "' claims ", values, " values of ", type_size, " bytes");
+  const uint64_t stored = std::min<uint64_t>(H5Dget_storage_size(ds), file_size);
+  hdf5_error();  // H5Dget_storage_size returns 0 on errors too
+  BERTRAIN_CHECK(bytes / kMaxCompressionRatio <= stored, "'", path, "': dataset '", name, "' claims ", values,
+                 " values (", bytes, " bytes) but stores ", stored, " bytes in a file of ", file_size,
+                 ": truncated or corrupt (nothing allocated)");
+}
+
 // Reads the dims of all six datasets, checks them against each other, and optionally reads the data.
 // Takes ownership of `file_id`; `path` names the file in errors.
-ShardInfo read_or_inspect(hid_t file_id, const std::string& path, PretrainingFeatures* out) {
+ShardInfo read_or_inspect(hid_t file_id, const std::string& path, uint64_t file_size, PretrainingFeatures* out) {
   Handle file(file_id, H5Fclose);
   std::vector<hsize_t> d_ids, d_mask, d_seg, d_pos, d_mids, d_nsl;
   Handle ids(open_dataset(file.get(), path, "input_ids", d_ids), H5Dclose);
@@ -220,6 +244,17 @@ ShardInfo read_or_inspect(hid_t file_id, const std::string& path, PretrainingFea
   if (d_nsl.size() == 2 && d_nsl[1] == 1) d_nsl.pop_back();  // (N, 1) is accepted as (N)
   expect("next_sentence_labels", d_nsl, {N});
   BERTRAIN_CHECK(T > 0 && P > 0, "'", path, "': empty sequence or prediction axis (T=", T, ", P=", P, ")");
+
+  // Every claim is checked before anything is allocated.
+  check_storage(ids.get(), path, "input_ids", d_ids, file_size);
+  check_storage(mask.get(), path, "input_mask", d_mask, file_size);
+  check_storage(seg.get(), path, "segment_ids", d_seg, file_size);
+  check_storage(pos.get(), path, "masked_lm_positions", d_pos, file_size);
+  check_storage(mids.get(), path, "masked_lm_ids", d_mids, file_size);
+  check_storage(nsl.get(), path, "next_sentence_labels", d_nsl, file_size);
+  BERTRAIN_CHECK(N <= static_cast<hsize_t>(INT64_MAX) && T <= static_cast<hsize_t>(INT32_MAX) &&
+                     P <= static_cast<hsize_t>(INT32_MAX),
+                 "'", path, "': shape (N=", N, ", T=", T, ", P=", P, ") out of range");
   ShardInfo info{static_cast<int64_t>(N), static_cast<int64_t>(T), static_cast<int64_t>(P)};
   if (!out) return info;
 
@@ -278,22 +313,26 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 
 PretrainingFeatures read_pretraining_shard(const std::string& path) {
   PretrainingFeatures f;
-  read_or_inspect(open_shard(path), path, &f);
+  const hid_t file = open_shard(path);
+  std::error_code ec;
+  read_or_inspect(file, path, fs::file_size(path, ec), &f);
   return f;
 }
 
 ShardInfo inspect_pretraining_shard(const std::string& path) {
-  return read_or_inspect(open_shard(path), path, nullptr);
+  const hid_t file = open_shard(path);
+  std::error_code ec;
+  return read_or_inspect(file, path, fs::file_size(path, ec), nullptr);
 }
 
 PretrainingFeatures read_pretraining_shard_image(std::string_view bytes, const std::string& source) {
   PretrainingFeatures f;
-  read_or_inspect(open_shard_image(bytes, source), source, &f);
+  read_or_inspect(open_shard_image(bytes, source), source, bytes.size(), &f);
   return f;
 }
 
 ShardInfo inspect_pretraining_shard_image(std::string_view bytes, const std::string& source) {
-  return read_or_inspect(open_shard_image(bytes, source), source, nullptr);
+  return read_or_inspect(open_shard_image(bytes, source), source, bytes.size(), nullptr);
 }
 
 namespace {

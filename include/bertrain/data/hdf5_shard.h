@@ -22,7 +22,9 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 /// Reads a shard written by bertrain or by NVIDIA's scripts. Integer datasets of any width are converted to
 /// the in-memory types (NVIDIA's int64 files included). Throws bertrain::Error naming the file (and dataset)
 /// when the file is missing, not HDF5, lacks a dataset, has a non-integer dataset, inconsistent shapes, or
-/// masked_lm_positions outside [0, T).
+/// masked_lm_positions outside [0, T), and, before allocating anything, when a dataset claims more values
+/// than the file can hold (more than deflate's best ratio, 1032:1, times the bytes the dataset stores, and
+/// those bytes no more than the file's size).
 PretrainingFeatures read_pretraining_shard(const std::string& path);
 
 /// N, T and P of a shard without reading its data. Same errors as read_pretraining_shard.

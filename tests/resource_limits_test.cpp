@@ -1,0 +1,204 @@
+// resource_limits_test.cpp: files that claim more than they hold. A safetensors header claiming a 2^60-element
+// tensor, an HDF5 shard whose datasets claim 2^60 values (stored nowhere), a shard whose dataset shapes disagree, and
+// JSON nested 10^6 deep in every JSON file bertrain reads: each is refused with one bertrain::Error line naming the
+// file, and the largest single allocation made while refusing stays small (operator new is counted here).
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <new>
+#include <string>
+
+#include "bertrain/core/allocator.h"
+#include "bertrain/core/rng.h"
+#include "bertrain/data/hdf5_shard.h"
+#include "bertrain/data/loader.h"
+#include "bertrain/io/checkpoint.h"
+#include "bertrain/io/config.h"
+#include "bertrain/io/recipe.h"
+#include "bertrain/io/safetensors.h"
+#include "bertrain/models/bert.h"
+#include "bertrain/tasks/glue/glue.h"
+#include "bertrain/tasks/squad/evaluate.h"
+#include "bertrain/tasks/squad/squad.h"
+#include "bertrain/train/train_state.h"
+
+// The largest single operator-new request since the last reset: what a reader allocated on a file's word.
+static std::atomic<size_t> g_largest_new{0};
+
+void* operator new(size_t n) {
+  size_t prev = g_largest_new.load(std::memory_order_relaxed);
+  while (n > prev && !g_largest_new.compare_exchange_weak(prev, n, std::memory_order_relaxed)) {
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+using namespace bertrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kSmall = 64 << 20;  // a refusal may read the file (these are tiny); it must not allocate 64 MiB
+
+fs::path temp_dir() {
+  static const fs::path p = [] {
+    fs::path d = fs::temp_directory_path() / ("bertrain_limits_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return p;
+}
+
+fs::path write(const std::string& name, const std::string& bytes) {
+  const fs::path p = temp_dir() / name;
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+// Runs `fn`, which must throw bertrain::Error naming `file` in one line while allocating less than kSmall at once.
+void expect_refused(const std::string& file, const std::function<void()>& fn) {
+  CachingAllocator::instance().reset_peak();
+  const int64_t tensors_before = CachingAllocator::instance().stats().bytes_in_use;
+  g_largest_new = 0;
+  std::string what;
+  try {
+    fn();
+  } catch (const Error& e) {
+    what = e.what();
+  } catch (const std::exception& e) {
+    FAIL() << "not a bertrain::Error: " << typeid(e).name() << ": " << e.what();
+  }
+  ASSERT_FALSE(what.empty()) << file << " was accepted";
+  EXPECT_NE(what.find(file), std::string::npos) << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  EXPECT_LT(g_largest_new.load(), kSmall) << what;
+  EXPECT_LT(CachingAllocator::instance().stats().peak_bytes_in_use - tensors_before, static_cast<int64_t>(kSmall)) << what;
+  std::printf("refused: %s\n", what.substr(0, 300).c_str());
+}
+
+std::string deep_json(const std::string& prefix, const std::string& suffix) {
+  constexpr size_t kDepth = 1000000;
+  std::string s = prefix;
+  s.append(kDepth, '[');
+  s.append(kDepth, ']');
+  return s + suffix;
+}
+
+std::string safetensors_bytes(const std::string& header, size_t data_bytes) {
+  std::string h = header;
+  h.append((8 - h.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+  return out + h + std::string(data_bytes, '\0');
+}
+
+// An HDF5 file with the six shard datasets of the given dims, chunked and never written (so nothing is stored).
+fs::path write_unwritten_shard(const std::string& name, hsize_t n, hsize_t t, hsize_t p, hsize_t mask_t) {
+  const fs::path path = temp_dir() / name;
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  auto add = [&](const char* ds_name, std::vector<hsize_t> dims) {
+    hid_t sp = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    std::vector<hsize_t> chunk(dims.size(), 1);
+    H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+    hid_t ds = H5Dcreate2(f, ds_name, H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+  };
+  add("input_ids", {n, t});
+  add("input_mask", {n, mask_t});
+  add("segment_ids", {n, t});
+  add("masked_lm_positions", {n, p});
+  add("masked_lm_ids", {n, p});
+  add("next_sentence_labels", {n});
+  H5Fclose(f);
+  return path;
+}
+
+}  // namespace
+
+TEST(ResourceLimits, SafetensorsClaimingTwoToTheSixtyElements) {
+  const std::string header =
+      R"({"huge":{"dtype":"F32","shape":[1073741824,1073741824],"data_offsets":[0,4611686018427387904]}})";
+  const fs::path p = write("huge.safetensors", safetensors_bytes(header, 16));
+  expect_refused(p.string(), [&] { (void)SafetensorsFile::open(p.string()); });
+  expect_refused("huge-in-memory", [&] { (void)SafetensorsFile::from_memory(safetensors_bytes(header, 16), "huge-in-memory"); });
+  // The header length itself claiming 2^60 bytes.
+  std::string len_only(8, '\0');
+  len_only[7] = 0x10;
+  const fs::path q = write("huge_header.safetensors", len_only + "{}");
+  expect_refused(q.string(), [&] { (void)SafetensorsFile::open(q.string()); });
+  // Through --init_checkpoint's loader.
+  BertConfig c;
+  c.vocab_size = 16, c.hidden_size = 4, c.num_hidden_layers = 1, c.num_attention_heads = 2, c.intermediate_size = 8;
+  Rng rng(1);
+  BertForPreTraining model(c, rng);
+  LoadReport report;
+  expect_refused(p.string(), [&] { load_model(p.string(), model, report); });
+}
+
+TEST(ResourceLimits, ShardClaimingTwoToTheSixtyValues) {
+  const fs::path p = write_unwritten_shard("huge-training.hdf5", hsize_t{1} << 30, hsize_t{1} << 30, 20, hsize_t{1} << 30);
+  ASSERT_LT(fs::file_size(p), 1 << 20);
+  expect_refused(p.string(), [&] { (void)data::read_pretraining_shard(p.string()); });
+  expect_refused(p.string(), [&] { (void)data::inspect_pretraining_shard(p.string()); });
+  std::ifstream in(p, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  expect_refused("huge-image", [&] { (void)data::read_pretraining_shard_image(bytes, "huge-image"); });
+  // A modest claim (4096 x 4096) that fits in memory but is stored nowhere: refused too, not allocated.
+  const fs::path m = write_unwritten_shard("unwritten-training.hdf5", 4096, 4096, 20, 4096);
+  expect_refused(m.string(), [&] { (void)data::read_pretraining_shard(m.string()); });
+}
+
+TEST(ResourceLimits, ShardWhoseShapesDisagree) {
+  const fs::path p = write_unwritten_shard("disagree-training.hdf5", 4, 8, 2, 9);
+  expect_refused(p.string(), [&] { (void)data::read_pretraining_shard(p.string()); });
+}
+
+TEST(ResourceLimits, JsonNestedAMillionDeep) {
+  // config.json, a recipe, trainer_state.json (and its data cursor), a safetensors header, SQuAD data /
+  // predictions / null odds, a GLUE JSONL line: one nesting shape each, in a place the reader looks at.
+  const std::string arr = deep_json("", "");
+  const fs::path cfg = write("deep/config.json", deep_json("{\"hidden_act\": ", "}"));
+  expect_refused(cfg.string(), [&] { (void)load_bert_config(cfg.string()); });
+  const fs::path top = write("deep/top.json", arr);
+  expect_refused(top.string(), [&] { (void)load_bert_config(top.string()); });
+  const fs::path recipe = write("deep/recipe.json", deep_json("{\"output_dir\": ", "}"));
+  expect_refused(recipe.string(), [&] { (void)load_pretrain_recipe(recipe.string(), {}); });
+  expect_refused(top.string(), [&] { (void)load_pretrain_recipe(top.string(), {}); });
+  expect_refused("recipe.json", [&] { (void)pretrain_recipe_from_json(arr, "recipe.json"); });
+  const fs::path state = write("deep/checkpoint-1/trainer_state.json", deep_json("{\"global_step\": 1, \"recipe\": ", "}"));
+  expect_refused(state.string(), [&] { (void)TrainState::read(state.parent_path().string()); });
+  const fs::path cursor = write("deep/checkpoint-2/trainer_state.json", deep_json("{\"global_step\": 1, \"data_cursor\": ", "}"));
+  expect_refused(cursor.string(), [&] { (void)TrainState::read(cursor.parent_path().string()); });
+  const std::string st_header = deep_json("{\"__metadata__\": ", "}");
+  const fs::path st = write("deep/model.safetensors", safetensors_bytes(st_header, 0));
+  expect_refused(st.string(), [&] { (void)SafetensorsFile::open(st.string()); });
+  const fs::path squad = write("deep/train-v1.1.json", deep_json("{\"version\": \"1.1\", \"data\": ", "}"));
+  expect_refused(squad.string(), [&] { (void)squad::read_squad_examples(squad.string(), true, false); });
+  expect_refused(squad.string(), [&] { (void)squad::read_squad_gold(squad.string()); });
+  const fs::path preds = write("deep/predictions.json", deep_json("{\"q1\": ", "}"));
+  expect_refused(preds.string(), [&] { (void)squad::read_squad_predictions(preds.string()); });
+  const fs::path odds = write("deep/null_odds.json", deep_json("{\"q1\": ", "}"));
+  expect_refused(odds.string(), [&] { (void)squad::read_squad_na_probs(odds.string()); });
+  const fs::path jsonl = write("deep/glue/train.jsonl", "{\"text\": \"ok\", \"label\": \"1\"}\n" +
+                                                          deep_json("{\"text\": \"x\", \"label\": ", "}") + "\n");
+  glue::GlueOptions o;
+  o.format = "jsonl";
+  o.text_a_column = "text";
+  o.labels = {"0", "1"};
+  expect_refused(jsonl.string(), [&] { (void)glue::make_glue_processor("generic", o)->get_train_examples(jsonl.parent_path().string()); });
+}
+
+TEST(ResourceLimits, CleanUp) { fs::remove_all(temp_dir()); }
