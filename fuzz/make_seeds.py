@@ -49,7 +49,7 @@ def tokenizer():
 
 
 def vocab():
-    v = read("tests/data/train_parity/vocab.txt").split(b"\n")
+    v = read("tests/fixtures/train_parity/vocab.txt").split(b"\n")
     put("vocab", "train_parity_head", b"\n".join(v[:80]) + b"\n", flags=1)
     put("vocab", "crlf_blank_lines", b"[PAD]\r\n[UNK]\r\n\r\n[CLS]\r\n[SEP]\r\nhello\r\n##lo\r\n  the  \r\n", flags=1)
     put("vocab", "cased_no_unk", "[PAD]\nHello\n,\nworld\n!\nNa\n##ï\n##ve\n東\n京\n", flags=0)
@@ -136,8 +136,8 @@ def safetensors():
 
 
 def config():
-    put("config", "train_parity", read("tests/data/train_parity/config.json"))
-    put("config", "golden_gelu_new", read("tests/data/golden/config_gelu_new.json"))
+    put("config", "train_parity", read("tests/fixtures/train_parity/config.json"))
+    put("config", "golden_gelu_new", read("tests/fixtures/golden/config_gelu_new.json"))
     put("config", "google_bert_config", json.dumps({
         "attention_probs_dropout_prob": 0.1, "directionality": "bidi", "hidden_act": "gelu",
         "hidden_dropout_prob": 0.1, "hidden_size": 128, "initializer_range": 0.02, "intermediate_size": 512,
@@ -149,13 +149,13 @@ def config():
 
 
 def recipe():
-    put("recipe", "train_parity_adamw", read("tests/data/train_parity/recipe_adamw.json"), flags=0)
-    put("recipe", "train_parity_lamb", read("tests/data/train_parity/recipe_lamb.json"), flags=1)
+    put("recipe", "train_parity_adamw", read("tests/fixtures/train_parity/recipe_adamw.json"), flags=0)
+    put("recipe", "train_parity_lamb", read("tests/fixtures/train_parity/recipe_lamb.json"), flags=1)
     put("recipe", "quickstart", read("configs/pretrain/quickstart.json"), flags=0)
 
 
 def train_state():
-    recipe = json.loads(read("tests/data/train_parity/recipe_lamb.json"))
+    recipe = json.loads(read("tests/fixtures/train_parity/recipe_lamb.json"))
     state = {"consecutive_skipped_steps": 0,
              "data_cursor": {"epoch": 0, "position": 20,
                              "rng": {"counter": 0, "seed": 13260384360604714397, "stream": 0, "used": 4}},
@@ -193,7 +193,7 @@ def hdf5_shard():
 def glue():
     tasks = ["CoLA", "SST-2", "MRPC", "QQP", "STS-B", "MNLI", "QNLI", "RTE", "WNLI"]
     for t, task in enumerate(tasks):
-        d = f"tests/data/glue/{task}"
+        d = f"tests/fixtures/glue/{task}"
         train = read(f"{d}/train.tsv")
         put("glue", f"{task}_train", train[:1500], flags=t)
         dev = "dev_matched.tsv" if task == "MNLI" else "dev.tsv"
@@ -202,13 +202,13 @@ def glue():
         put("glue", f"{task}_test", read(f"{d}/{test}")[:1500], flags=t + 24)
     for i, fmt in enumerate(["tsv", "csv", "jsonl"]):
         for s, split in enumerate(["train", "dev", "test"]):
-            put("glue", f"generic_{fmt}_{split}", read(f"tests/data/glue/generic/{fmt}/{split}.{fmt}"),
+            put("glue", f"generic_{fmt}_{split}", read(f"tests/fixtures/glue/generic/{fmt}/{split}.{fmt}"),
                 flags=9 + i + 12 * s)
 
 
 def squad():
     for v, name in [(1, "sample-v1.1.json"), (2, "sample-v2.0.json")]:
-        data = read("tests/data/squad/" + name)
+        data = read("tests/fixtures/squad/" + name)
         for training in (0, 1):
             put("squad_data", f"v{v}_{'train' if training else 'predict'}", data,
                 flags=training | (2 if v == 2 else 0))

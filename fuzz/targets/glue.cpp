@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   glue::GlueOptions options;
   std::string ext = "tsv";
   if (generic) {
-    // The columns of the generic seeds (tests/data/glue/generic): a single-sentence classification TSV, a pair
+    // The columns of the generic seeds (tests/fixtures/glue/generic): a single-sentence classification TSV, a pair
     // regression CSV and a single-sentence JSONL, as the readers' own tests use them.
     ext = options.format = task == 9 ? "tsv" : task == 10 ? "csv" : "jsonl";
     if (task == 9) {

@@ -2,7 +2,7 @@
 // (core/dtype.h: nearest even, NaN -> quiet NaN, zero and subnormal inputs -> signed zero), which is what the
 // AVX512_BF16 instruction VCVTNE2PS2BF16 does (it ignores MXCSR and treats subnormal inputs as zero, Intel SDM
 // vol. 2): the vector path and the scalar fallback give the same bits for every input, so results never depend
-// on the CPU (tests/bf16_exhaustive_test.cpp checks all 2^32).
+// on the CPU (tests/ops/bf16_exhaustive_test.cpp checks all 2^32).
 #pragma once
 
 #include <cstdint>

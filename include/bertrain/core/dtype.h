@@ -20,7 +20,7 @@ bool dtype_is_float(DType t);
 
 /// bfloat16: the upper 16 bits of an IEEE float32. Conversion from float, the one rule of every path in bertrain
 /// (this one, the matmuls' scalar fallback and the AVX512_BF16 instruction VCVTNE2PS2BF16 give the same bits for
-/// all 2^32 inputs; tests/bf16_exhaustive_test.cpp): round to nearest, ties to even; finite values beyond the
+/// all 2^32 inputs; tests/ops/bf16_exhaustive_test.cpp): round to nearest, ties to even; finite values beyond the
 /// largest bf16 become +-Inf; NaN becomes a quiet NaN keeping the sign and the upper payload ((bits >> 16) |
 /// 0x40); zero and f32 subnormals (|x| < 2^-126) become a signed zero, because the instruction treats subnormal
 /// inputs as zero (Intel SDM vol. 2; PyTorch's scalar conversion would keep them).

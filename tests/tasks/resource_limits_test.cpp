@@ -27,6 +27,7 @@
 #include "bertrain/tasks/squad/evaluate.h"
 #include "bertrain/tasks/squad/squad.h"
 #include "bertrain/train/train_state.h"
+#include "test_util.h"
 
 // The largest single operator-new request since the last reset: what a reader allocated on a file's word.
 static std::atomic<size_t> g_largest_new{0};
@@ -140,8 +141,7 @@ TEST(ResourceLimits, SafetensorsClaimingTwoToTheSixtyElements) {
   const fs::path q = write("huge_header.safetensors", len_only + "{}");
   expect_refused(q.string(), [&] { (void)SafetensorsFile::open(q.string()); });
   // Through --init_checkpoint's loader.
-  BertConfig c;
-  c.vocab_size = 16, c.hidden_size = 4, c.num_hidden_layers = 1, c.num_attention_heads = 2, c.intermediate_size = 8;
+  const BertConfig c = test::tiny_bert_config(16, 4, 1, 2, 8, 512);
   Rng rng(1);
   BertForPreTraining model(c, rng);
   LoadReport report;

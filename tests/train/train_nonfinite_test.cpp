@@ -22,6 +22,7 @@
 #include "bertrain/optim/lamb.h"
 #include "bertrain/train/train_state.h"
 #include "bertrain/train/train_step.h"
+#include "test_util.h"
 
 using namespace bertrain;
 
@@ -221,13 +222,7 @@ class NonFiniteBertStep : public testing::TestWithParam<BertCase> {};
 TEST_P(NonFiniteBertStep, IsSkippedCountedAndChangesNothing) {
   const BertCase c = GetParam();
   MatmulPrecisionGuard precision(c.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
-  BertConfig cfg;
-  cfg.vocab_size = 40;
-  cfg.hidden_size = 16;
-  cfg.num_hidden_layers = 2;
-  cfg.num_attention_heads = 2;
-  cfg.intermediate_size = 32;
-  cfg.max_position_embeddings = 16;
+  BertConfig cfg = test::tiny_bert_config(40, 16, 2, 2, 32, 16);
   cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
   Rng rng(3);
   BertForPreTraining model(cfg, rng);
