@@ -7,6 +7,7 @@
 #include "bertrain/core/crc32c.h"
 #include "bertrain/core/dtype.h"
 #include "bertrain/core/error.h"
+#include "bertrain/core/json_limits.h"
 #include "bertrain/core/rng.h"
 #include "bertrain/core/sha256.h"
 #include "bertrain/core/shape.h"
