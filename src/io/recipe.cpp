@@ -326,6 +326,7 @@ std::string alias(const std::string& key) {
 // `where` names the recipe file (or "flags") for errors about its shape; `j` is a JSON object.
 void apply_override(json& j, const std::string& raw_key, const std::string& value, const std::string& where) {
   const std::string key = alias(raw_key);
+  check_json_depth(value, "override --" + raw_key);
   const json v = parse_value(value);
   if (key.rfind("phases.", 0) == 0) {
     const size_t dot = key.find('.', 7);

@@ -178,6 +178,11 @@ TEST(ResourceLimits, JsonNestedAMillionDeep) {
   expect_refused(recipe.string(), [&] { (void)load_pretrain_recipe(recipe.string(), {}); });
   expect_refused(top.string(), [&] { (void)load_pretrain_recipe(top.string(), {}); });
   expect_refused("recipe.json", [&] { (void)pretrain_recipe_from_json(arr, "recipe.json"); });
+  // A flag value (at most 128 KiB per argument on Linux: 65536 deep) names the flag.
+  const std::string deep_flag = std::string(65536, '[') + std::string(65536, ']');
+  expect_refused("--optimizer.exclude_from_weight_decay", [&] {
+    (void)load_pretrain_recipe("", {{"output_dir", "out"}, {"optimizer.exclude_from_weight_decay", deep_flag}});
+  });
   const fs::path state = write("deep/checkpoint-1/trainer_state.json", deep_json("{\"global_step\": 1, \"recipe\": ", "}"));
   expect_refused(state.string(), [&] { (void)TrainState::read(state.parent_path().string()); });
   const fs::path cursor = write("deep/checkpoint-2/trainer_state.json", deep_json("{\"global_step\": 1, \"data_cursor\": ", "}"));
