@@ -2,7 +2,9 @@
 """make_seeds.py: writes the committed seed corpora of the fuzz targets (fuzz/corpus/<target>/), small inputs made
 from the test data and by hand. Run from the repository root: /usr/bin/python3 fuzz/make_seeds.py
 Needs h5py (python3-h5py) and spm_train (sentencepiece). Each seed starts with the target's flags byte where the
-target has one (see the target's header comment)."""
+target has one (see the target's header comment). With target names as arguments (e.g. `make_seeds.py ner`) only
+those corpora are rewritten."""
+import sys
 import json
 import os
 import shutil
@@ -220,9 +222,39 @@ def squad():
                                                  indent=4))
 
 
+def ner():
+    # Hand-made, in the layouts of the readers' tests (tests/tasks/ner_test.cpp) and of the shared data sets:
+    # WNUT/BTC (TAB, BIO, hashtags, a lone-TAB break), WikiGold (spaces, IOB1, -DOCSTART-), IOBES, UNER .iob2
+    # (comments, 5 columns, Chinese words) and CoNLL-U (multiword tokens, empty nodes, UPOS/XPOS).
+    # flags: format + 3 * scheme + 12 * xpos + 24 * iobes model + 48 * length class (see targets/ner.cpp).
+    conll, iob2, conllu = 0, 1, 2
+    iob1, bio, iobes, none = 0, 1, 2, 3
+    put("ner", "wnut_bio", "Hi\tO\n#yolo\tO\n\t\n\n \nParis\tB-location\n\tO\nrocks\tO\n"
+        "Johan\tB-person\nJohanson\tI-person\nlives\tO\nin\tO\nOslo\tB-location\n.\tO\n", flags=conll + 3 * bio + 48)
+    put("ner", "wikigold_iob1", "-DOCSTART- O\n\nThe O\nEU I-ORG\nrejects O\nGerman I-MISC\ncall O\n\n"
+        "Peter I-PER\nBlackburn I-PER\nB-PER B-PER\n\n-DOCSTART- O\n\nBRUSSELS I-LOC\n", flags=conll + 3 * iob1 + 96)
+    put("ner", "iobes", "New\tB-LOC\nYork\tI-LOC\nCity\tE-LOC\nis\tO\nbig\tO\n\nObama\tS-PER\nspoke\tO\n",
+        flags=conll + 3 * iobes + 24 + 144)
+    put("ner", "uner_zh_iob2", "# sent_id = 1\n# text = 北京大学在北京\n1\t北京\tB-ORG\t-\t-\n2\t大学\tI-ORG\t-\t-\n"
+        "3\t在\tO\t-\t-\n4\t北京\tB-LOC\t-\t-\n\n# sent_id = 2\n1\tJohn\tB-PER\t-\t-\n", flags=iob2 + 3 * bio + 48)
+    ud = ("# sent_id = ewt-1\n# text = don't go\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+          "1\tdo\tdo\tAUX\tVBP\tMood=Ind\t3\taux\t_\t_\n2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\n"
+          "2.1\tx\tx\tX\tX\t_\t_\t_\t_\t_\n3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\tSpaceAfter=No\n\n"
+          "1\tÜber\tüber\tADP\tAPPR\t_\t0\troot\t_\t_\n")
+    put("ner", "conllu_upos", ud, flags=conllu + 3 * none)
+    put("ner", "conllu_xpos", ud, flags=conllu + 3 * none + 12 + 144)
+    put("ner", "pos_none", "The DT\nquick JJ\nfox NN\n\nruns VBZ\n", flags=conll + 3 * none + 48)
+
+
 if __name__ == "__main__":
-    shutil.rmtree(OUT, ignore_errors=True)
-    for f in [tokenizer, vocab, sentencepiece, safetensors, config, recipe, train_state, hdf5_shard, glue, squad]:
+    makers = [tokenizer, vocab, sentencepiece, safetensors, config, recipe, train_state, hdf5_shard, glue, squad, ner]
+    if len(sys.argv) > 1:
+        makers = [f for f in makers if f.__name__ in sys.argv[1:]]
+        for f in makers:
+            shutil.rmtree(os.path.join(OUT, f.__name__), ignore_errors=True)
+    else:
+        shutil.rmtree(OUT, ignore_errors=True)
+    for f in makers:
         f()
     total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(OUT) for f in fs)
     print(f"make_seeds.py: {sum(len(fs) for _, _, fs in os.walk(OUT))} seeds, {total} bytes in {OUT}")
