@@ -246,8 +246,27 @@ def ner():
     put("ner", "pos_none", "The DT\nquick JJ\nfox NN\n\nruns VBZ\n", flags=conll + 3 * none + 48)
 
 
+def tf_checkpoint():
+    # The committed bundles (tests/fixtures/tf_checkpoints): flags, the index length (2 bytes LE), the index, the
+    # data shard (see targets/tf_checkpoint.cpp). Each through the reader (flags 0) and load_model (1, and 7:
+    # require_backbone and strict) for the BERT one.
+    base = "tests/fixtures/tf_checkpoints/"
+    bundles = [("keras_bert_tiny", base + "keras_bert_tiny/bert_model.ckpt")] + [
+        (m, f"{base}tf_serving/{m}/variables") for m in
+        ["saved_model_counter", "saved_model_half_plus_two_cpu", "saved_model_half_plus_two_mkl",
+         "saved_model_half_plus_two_tf2_cpu", "tf_text_regression"]]
+    for name, prefix in bundles:
+        index, shard = read(prefix + ".index"), read(prefix + ".data-00000-of-00001")
+        body = struct.pack("<H", len(index)) + index + shard
+        put("tf_checkpoint", name, body, flags=0)
+        if name == "keras_bert_tiny":
+            put("tf_checkpoint", name + "_load_model", body, flags=1)
+            put("tf_checkpoint", name + "_load_model_strict", body, flags=7)
+
+
 if __name__ == "__main__":
-    makers = [tokenizer, vocab, sentencepiece, safetensors, config, recipe, train_state, hdf5_shard, glue, squad, ner]
+    makers = [tokenizer, vocab, sentencepiece, safetensors, config, recipe, train_state, hdf5_shard, glue, squad, ner,
+              tf_checkpoint]
     if len(sys.argv) > 1:
         makers = [f for f in makers if f.__name__ in sys.argv[1:]]
         for f in makers:
