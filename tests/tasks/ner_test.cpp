@@ -369,6 +369,30 @@ TEST(NerPredictions, FileLayout) {
   EXPECT_EQ(format_predictions(s, {{"B-LOC", "B-PER"}}), "# text = Oslo rocks\nOslo\tB-LOC\tB-LOC\nrocks O B-PER\n\n");
 }
 
+// CoNLL-U's multiword-token lines ("1-2 don't") and empty nodes ("2.1") are no words, but they are input lines:
+// predictions.txt keeps them in place (with "_" as their predicted column), so that it still holds every line of
+// the input (EWT dev has 363 of them) and can be merged back into the treebank.
+TEST(NerPredictions, ConlluMultiwordAndEmptyNodeLinesKept) {
+  NerReadOptions o;
+  o.format = NerFormat::conllu;
+  o.scheme = TagScheme::none;
+  const std::string u =
+      "# text = don't go\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n"
+      "2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\n2.1\tx\tx\tX\tX\t_\t_\t_\t_\t_\n3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\n"
+      "3.1\ty\ty\tX\tX\t_\t_\t_\t_\t_\n";
+  NerFile f = parse_ner_text(u, o, "ewt.conllu");
+  ASSERT_EQ(f.sentences.size(), 1u);
+  EXPECT_EQ(f.sentences[0].words, (S{"do", "n't", "go"}));
+  EXPECT_EQ(format_predictions(f.sentences, {{"AUX", "PART", "VERB"}}),
+            "# text = don't go\n"
+            "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\t_\n"
+            "1\tdo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\tAUX\n"
+            "2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\tPART\n"
+            "2.1\tx\tx\tX\tX\t_\t_\t_\t_\t_\t_\n"
+            "3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\tVERB\n"
+            "3.1\ty\ty\tX\tX\t_\t_\t_\t_\t_\t_\n\n");
+}
+
 // ---- model and the whole command ----
 
 #include <filesystem>

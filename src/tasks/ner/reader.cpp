@@ -120,7 +120,10 @@ NerFile parse_ner_text(std::string_view text, const NerReadOptions& o, const std
       } else {
         BERTRAIN_CHECK(cols.size() == 10, source, ":", lineno, ": a CoNLL-U line has 10 TAB-separated columns, got ",
                        cols.size());
-        if (cols[0].find_first_of("-.") != std::string_view::npos) continue;  // multiword token or empty node
+        if (cols[0].find_first_of("-.") != std::string_view::npos) {  // multiword token or empty node: no word
+          cur.interludes.emplace_back(cur.words.size(), std::string(line));
+          continue;
+        }
         token = cols[1];
         label = cols[o.label_column == "upos" ? 3 : 4];
       }

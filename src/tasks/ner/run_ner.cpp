@@ -109,11 +109,18 @@ std::string format_predictions(const std::vector<NerSentence>& sentences,
     BERTRAIN_CHECK(predictions[s].size() == sent.words.size(), "sentence ", s, ": ", predictions[s].size(),
                    " predictions for ", sent.words.size(), " words");
     for (const auto& p : sent.preamble) out += p + "\n";
+    size_t next = 0;  // interludes (CoNLL-U multiword / empty-node lines) in place, "_" as their prediction
+    auto interludes_before = [&](size_t w) {
+      for (; next < sent.interludes.size() && sent.interludes[next].first <= w; ++next)
+        out += sent.interludes[next].second + "\t_\n";
+    };
     for (size_t w = 0; w < sent.words.size(); ++w) {
+      interludes_before(w);
       out += sent.lines[w];
       out += sent.lines[w].find('\t') != std::string::npos ? '\t' : ' ';
       out += predictions[s][w] + "\n";
     }
+    interludes_before(sent.words.size());
     out += "\n";
   }
   return out;

@@ -32,6 +32,9 @@ struct NerSentence {
   std::vector<int64_t> line_numbers;  ///< 1-based
   /// Lines that came before the sentence and are not words (comments, -DOCSTART-), kept for predictions.txt.
   std::vector<std::string> preamble;
+  /// Lines inside the sentence that are not words (CoNLL-U multiword tokens "1-2" and empty nodes "2.1"), each
+  /// with the index of the word it comes before (words.size() after the last word), kept for predictions.txt.
+  std::vector<std::pair<size_t, std::string>> interludes;
 };
 
 struct NerReadOptions {

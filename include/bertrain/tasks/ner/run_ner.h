@@ -37,7 +37,8 @@ std::map<std::string, double> ner_metrics_map(const NerEvaluation& e, bool chunk
 
 /// predictions.txt: for every sentence its preamble lines (comments, -DOCSTART-), then each word's input line
 /// with the predicted label appended (after a TAB when the line has one, else a space: conlleval reads
-/// "token ... gold predicted"), then an empty line.
+/// "token ... gold predicted"), CoNLL-U's multiword-token and empty-node lines in place with "_" appended, then an
+/// empty line.
 std::string format_predictions(const std::vector<NerSentence>& sentences,
                                const std::vector<std::vector<std::string>>& predictions);
 
