@@ -182,6 +182,7 @@ std::string tf_checkpoint_prefix(const std::string& path) {
   static const std::regex data_re(R"((.*)\.data-\d{5}-of-\d{5})");
   std::smatch m;
   if (path.size() > 6 && path.compare(path.size() - 6, 6, ".index") == 0) return path.substr(0, path.size() - 6);
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".meta") == 0) return path.substr(0, path.size() - 5);
   if (std::regex_match(path, m, data_re)) return m[1].str();
   return path;
 }

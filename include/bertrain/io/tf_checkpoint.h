@@ -47,9 +47,10 @@ struct TfTensorInfo {
 };
 
 /// True when `path` names a TF checkpoint: PATH.index exists (PATH is the prefix, as google-research/bert's
-/// --init_checkpoint), or PATH itself is a prefix's ".index" or ".data-NNNNN-of-NNNNN" file.
+/// --init_checkpoint), or PATH itself is a prefix's ".index", ".data-NNNNN-of-NNNNN" or ".meta" file (the graph
+/// that Google's zips ship beside the bundle; bertrain does not read it, but it names the prefix).
 bool is_tf_checkpoint(const std::string& path);
-/// The prefix of such a path: PATH without a trailing ".index" or ".data-NNNNN-of-NNNNN".
+/// The prefix of such a path: PATH without a trailing ".index", ".meta" or ".data-NNNNN-of-NNNNN".
 std::string tf_checkpoint_prefix(const std::string& path);
 /// PREFIX.data-SSSSS-of-NNNNN (five digits each, from 0), as TensorFlow names shards.
 std::string tf_data_file_name(const std::string& prefix, int shard, int num_shards);
