@@ -19,9 +19,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The automatic error printing is a per-thread setting in thread-safe builds of libhdf5 (the loader reads on
+// background threads), so every thread turns it off once.
 void silence_hdf5() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  thread_local bool done = false;
+  if (!done) H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  done = true;
+}
+
+// A libhdf5 built without thread safety must see one caller at a time (the loader reads on background threads
+// while evaluation reads on the trainer's); thread-safe builds (Debian's) lock inside the library.
+std::unique_lock<std::mutex> hdf5_guard() {
+  static std::mutex mu;
+  static const bool safe = [] {
+    hbool_t ts = 0;
+    H5is_library_threadsafe(&ts);
+    return ts > 0;
+  }();
+  return safe ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mu);
 }
 
 // The innermost message of HDF5's error stack ("" when empty), then clears it.
@@ -212,7 +227,7 @@ void check_storage(hid_t ds, const std::string& path, const char* name, const st
 }
 
 // Reads the dims of all six datasets, checks them against each other, and optionally reads the data.
-// Takes ownership of `file_id`; `path` names the file in errors.
+// Takes ownership of `file_id`; `path` names the file in errors. Callers hold hdf5_guard() from the open on.
 ShardInfo read_or_inspect(hid_t file_id, const std::string& path, uint64_t file_size, PretrainingFeatures* out) {
   Handle file(file_id, H5Fclose);
   std::vector<hsize_t> d_ids, d_mask, d_seg, d_pos, d_mids, d_nsl;
@@ -286,6 +301,7 @@ ShardInfo read_or_inspect(hid_t file_id, const std::string& path, uint64_t file_
 }  // namespace
 
 void write_pretraining_shard(const std::string& path, const PretrainingFeatures& f, int gzip_level) {
+  auto guard = hdf5_guard();
   silence_hdf5();
   BERTRAIN_CHECK(gzip_level >= 0 && gzip_level <= 9, "gzip level must be in 0..9, got ", gzip_level);
   f.check_consistent("features for '" + path + "'");
@@ -313,6 +329,7 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 
 PretrainingFeatures read_pretraining_shard(const std::string& path) {
   PretrainingFeatures f;
+  auto guard = hdf5_guard();
   const hid_t file = open_shard(path);
   std::error_code ec;
   read_or_inspect(file, path, fs::file_size(path, ec), &f);
@@ -320,6 +337,7 @@ PretrainingFeatures read_pretraining_shard(const std::string& path) {
 }
 
 ShardInfo inspect_pretraining_shard(const std::string& path) {
+  auto guard = hdf5_guard();
   const hid_t file = open_shard(path);
   std::error_code ec;
   return read_or_inspect(file, path, fs::file_size(path, ec), nullptr);
@@ -327,11 +345,13 @@ ShardInfo inspect_pretraining_shard(const std::string& path) {
 
 PretrainingFeatures read_pretraining_shard_image(std::string_view bytes, const std::string& source) {
   PretrainingFeatures f;
+  auto guard = hdf5_guard();
   read_or_inspect(open_shard_image(bytes, source), source, bytes.size(), &f);
   return f;
 }
 
 ShardInfo inspect_pretraining_shard_image(std::string_view bytes, const std::string& source) {
+  auto guard = hdf5_guard();
   return read_or_inspect(open_shard_image(bytes, source), source, bytes.size(), nullptr);
 }
 

@@ -103,8 +103,8 @@ const std::set<std::string> kTopKeys = {"bert_config_file", "vocab_file", "do_lo
                                         "init_checkpoint", "seed", "optimizer", "save_checkpoints_steps",
                                         "save_total_limit", "eval_dir", "eval_every_steps", "max_eval_steps",
                                         "next_sentence", "max_consecutive_skipped_steps", "log_every_steps",
-                                        "activation_checkpointing", "dynamic_masking", "bf16", "do_train",
-                                        "do_eval", "phases"};
+                                        "activation_checkpointing", "dynamic_masking", "shuffle_window_shards",
+                                        "bf16", "do_train", "do_eval", "phases"};
 const std::set<std::string> kOptimizerKeys = {
     "name", "beta1", "beta2", "eps", "weight_decay", "bias_correction", "weight_decay_mode", "layer_adaptation",
     "max_grad_norm", "trust_clamp", "trust_clamp_min", "trust_clamp_max", "momentum", "dampening", "nesterov",
@@ -271,6 +271,7 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   get(j, "log_every_steps", r.log_every_steps, where);
   get(j, "activation_checkpointing", r.activation_checkpointing, where);
   get(j, "dynamic_masking", r.dynamic_masking, where);
+  get(j, "shuffle_window_shards", r.shuffle_window_shards, where);
   get(j, "bf16", r.bf16, where);
   get(j, "do_train", r.do_train, where);
   get(j, "do_eval", r.do_eval, where);
@@ -303,6 +304,7 @@ json recipe_to(const PretrainRecipe& r) {
               {"log_every_steps", r.log_every_steps},
               {"activation_checkpointing", r.activation_checkpointing},
               {"dynamic_masking", r.dynamic_masking},
+              {"shuffle_window_shards", r.shuffle_window_shards},
               {"bf16", r.bf16},
               {"do_train", r.do_train},
               {"do_eval", r.do_eval},
@@ -378,6 +380,7 @@ void PretrainRecipe::validate(int world_size) const {
   BERTRAIN_CHECK(save_total_limit >= 0, "recipe: save_total_limit must be >= 0");
   BERTRAIN_CHECK(max_consecutive_skipped_steps >= 1, "recipe: max_consecutive_skipped_steps must be >= 1");
   BERTRAIN_CHECK(log_every_steps >= 1, "recipe: log_every_steps must be >= 1");
+  BERTRAIN_CHECK(shuffle_window_shards >= 1, "recipe: shuffle_window_shards must be >= 1, got ", shuffle_window_shards);
   BERTRAIN_CHECK(optimizer.clip_grad_norm >= 0, "recipe: optimizer.clip_grad_norm must be >= 0");
   BERTRAIN_CHECK(do_train || do_eval, "recipe: nothing to do (do_train and do_eval are both false)");
   if (!do_train) return;

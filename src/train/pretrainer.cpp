@@ -6,6 +6,7 @@
 // so R ranks x A micro-batches give the gradient of 1 rank x R A.
 #include "bertrain/train/pretrainer.h"
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -151,11 +152,12 @@ struct PretrainTrainer::Impl {
   /// rank 0's before rank 0 saves it for all. Collective.
   void check_same_cursor() {
     if (comm->size() == 1) return;
-    double c[2] = {static_cast<double>(state.data_cursor.epoch), static_cast<double>(state.data_cursor.position)};
-    double ref[2] = {c[0], c[1]};
+    double c[3] = {static_cast<double>(state.data_cursor.epoch), static_cast<double>(state.data_cursor.sample),
+                   static_cast<double>(state.data_cursor.micro)};
+    double ref[3] = {c[0], c[1], c[2]};
     comm->broadcast(ref, sizeof ref, 0);
-    BERTRAIN_ASSERT(ref[0] == c[0] && ref[1] == c[1], "rank ", o.rank, " data cursor (", c[0], ", ", c[1],
-                    ") differs from rank 0's (", ref[0], ", ", ref[1], ")");
+    BERTRAIN_ASSERT(ref[0] == c[0] && ref[1] == c[1] && ref[2] == c[2], "rank ", o.rank, " data cursor (", c[0], ", ",
+                    c[1], ", ", c[2], ") differs from rank 0's (", ref[0], ", ", ref[1], ", ", ref[2], ")");
   }
 
   void resume() {
@@ -165,15 +167,22 @@ struct PretrainTrainer::Impl {
       return;
     }
     state = load_checkpoint(*dir, *model, opt.get(), params);
-    // Another world size: the cursor counts this rank's micro-batches, A per step; rescale it to the new A.
-    if (state.grad_accum_steps > 0 && state.phase < static_cast<int>(r.phases.size())) {
+    // The cursor says where the step's global batch starts in the epoch's order (see LoaderCursor): it means the
+    // same with any rank count and accumulation that keep the global batch; a step saved mid-way must be
+    // finished with the micro-batches it was started with.
+    if (state.phase < static_cast<int>(r.phases.size()) && state.phase_initialized) {
       const int64_t a_old = state.grad_accum_steps, a_new = accum_steps(state.phase);
-      if (a_old != a_new) {
-        BERTRAIN_CHECK(state.micro_batch_index == 0, *dir, " was saved in the middle of a step with ", a_old,
-                       " micro-batches per rank; resume it with the same world size and micro_batch_size");
-        BERTRAIN_CHECK(state.data_cursor.position % a_old == 0, *dir, ": data cursor position ",
-                       state.data_cursor.position, " is not a multiple of grad_accum_steps ", a_old);
-        state.data_cursor.position = state.data_cursor.position / a_old * a_new;
+      BERTRAIN_CHECK(state.micro_batch_index == 0 || a_old == a_new, *dir, " was saved in the middle of a step with ",
+                     a_old, " micro-batches per rank; resume it with the same world size and micro_batch_size");
+      if (state.data_cursor.legacy_position >= 0) convert_legacy_cursor(*dir);
+      BERTRAIN_CHECK(state.data_cursor.micro == state.micro_batch_index, *dir, "/trainer_state.json: data_cursor.micro ",
+                     state.data_cursor.micro, " differs from micro_batch_index ", state.micro_batch_index);
+      if (!state.recipe_json.empty()) {
+        const PretrainRecipe saved = pretrain_recipe_from_json(state.recipe_json, *dir + "/trainer_state.json");
+        if (saved.shuffle_window_shards != r.shuffle_window_shards)
+          spdlog::warn("{} was trained with shuffle_window_shards {}, this run uses {}: the rest of the epoch's sample "
+                       "order is not the one the checkpoint's run would have seen", *dir, saved.shuffle_window_shards,
+                       r.shuffle_window_shards);
       }
     }
     BERTRAIN_CHECK(state.micro_batch_index == 0 || comm->size() == 1, *dir, " was saved in the middle of a step "
@@ -194,6 +203,23 @@ struct PretrainTrainer::Impl {
                                          : std::string());
   }
 
+  /// A cursor from a bertrain before the streaming loader counted one rank's micro-batches: keep the number of
+  /// steps done in the epoch (its sample order is not reproduced: the loader's order changed).
+  void convert_legacy_cursor(const std::string& dir) {
+    data::LoaderCursor& c = state.data_cursor;
+    const int64_t a_old = state.grad_accum_steps > 0 ? state.grad_accum_steps : accum_steps(state.phase);
+    BERTRAIN_CHECK(state.micro_batch_index == 0, dir, " was saved in the middle of a step by a bertrain before the "
+                   "streaming loader: resume from an earlier checkpoint");
+    BERTRAIN_CHECK(c.legacy_position % a_old == 0, dir, ": data cursor position ", c.legacy_position,
+                   " is not a multiple of grad_accum_steps ", a_old);
+    c.sample = c.legacy_position / a_old * r.phases[state.phase].train_batch_size;
+    c.micro = 0;
+    c.legacy_position = -1;
+    spdlog::warn("{}: the data cursor was written by a bertrain before the streaming loader; continuing after {} samples "
+                 "of epoch {} in the new loader's order (not the order this checkpoint was trained with)", dir,
+                 c.sample, c.epoch);
+  }
+
   // ---------------------------------------------------------------- data
   void open_loader() {
     const PhaseRecipe& p = r.phases[state.phase];
@@ -204,6 +230,7 @@ struct PretrainTrainer::Impl {
     lo.rank = o.rank;
     lo.grad_accum_steps = accum_steps(state.phase);
     lo.seed = r.seed + 1000003ULL * static_cast<uint64_t>(state.phase);
+    lo.window_shards = r.shuffle_window_shards;
     lo.dynamic_masking = r.dynamic_masking;
     if (r.dynamic_masking) {
       BERTRAIN_CHECK(!r.vocab_file.empty(), "recipe: dynamic_masking needs vocab_file");
@@ -218,10 +245,13 @@ struct PretrainTrainer::Impl {
     BERTRAIN_CHECK(loader->max_predictions_per_seq() == p.max_predictions_per_seq, "phase ", state.phase + 1,
                    ": the shards in ", p.input_dir, " have max_predictions_per_seq ",
                    loader->max_predictions_per_seq(), " but the recipe says ", p.max_predictions_per_seq);
-    const int64_t n = loader->num_samples(), g = loader->global_batch_size();
-    spdlog::info("phase {}: {} samples in {}; {} steps of {} per epoch, so {} samples of each epoch's order are not "
-                 "used that epoch (a different set every epoch: each epoch draws a new order)",
-                 state.phase + 1, n, p.input_dir, loader->steps_per_epoch(), g, n % g);
+    const int64_t n = loader->num_samples(), g = loader->global_batch_size(), s = loader->num_shards();
+    spdlog::info("phase {}: {} samples in {} shards of {}; {} steps of {} per epoch, so {} samples of each epoch's order "
+                 "are not used that epoch (a different set every epoch: each epoch draws a new order); samples are "
+                 "shuffled within windows of {} shards (about {:.0f} MB of this rank's rows each)",
+                 state.phase + 1, n, s, p.input_dir, loader->steps_per_epoch(), g, n % g, r.shuffle_window_shards,
+                 static_cast<double>(n) / static_cast<double>(s) * static_cast<double>(std::min<int64_t>(s, r.shuffle_window_shards)) *
+                     static_cast<double>(6 * p.max_seq_length + 8 * p.max_predictions_per_seq + 1) / o.world_size / 1e6);
   }
 
   // ---------------------------------------------------------------- training
@@ -241,40 +271,59 @@ struct PretrainTrainer::Impl {
                  accum_steps(state.phase), p.micro_batch_size, o.world_size, p.schedule.learning_rate);
   }
 
-  /// Reads this rank's A micro-batches and runs one TrainStep on them.
-  StepStats train_one_step() {
+  /// Reads this rank's micro-batches of the step (those not done yet, when resumed mid-step) and runs one TrainStep
+  /// on them. The masked-LM normaliser is the global batch's masked-token count, counted before the first
+  /// micro-batch (so all of this rank's micro-batches are read first) or taken from a mid-step checkpoint.
+  StepStats train_one_step(double& data_wait) {
     const PhaseRecipe& p = r.phases[state.phase];
-    const int64_t a = accum_steps(state.phase), g = p.train_batch_size;
-    state.data_cursor = loader->cursor();
+    const int64_t a = accum_steps(state.phase), g = p.train_batch_size, first = state.micro_batch_index;
+    const data::LoaderCursor start = loader->cursor();
+    BERTRAIN_ASSERT(start.micro == first, "loader at micro-batch ", start.micro, " of the step, trainer at ", first);
     std::vector<data::PretrainingBatch> mb;
-    for (int64_t m = 0; m < a; ++m) mb.push_back(loader->next());
+    for (int64_t m = first; m < a; ++m) mb.push_back(loader->next());
+    data_wait = loader->take_wait_seconds();
     double wsum = 0;
-    for (auto& b : mb)
-      for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) wsum += b.masked_lm_weights.data<float>()[i];
-    comm->allreduce(&wsum, 1);  // the global batch's masked-token count (integers: exact in any order)
+    if (first == 0) {
+      for (auto& b : mb)
+        for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) wsum += b.masked_lm_weights.data<float>()[i];
+      comm->allreduce(&wsum, 1);  // the global batch's masked-token count (integers: exact in any order)
+    } else {
+      wsum = state.step_masked_tokens;
+    }
+    state.step_masked_tokens = wsum;
     auto micro_batch = [&](int64_t m) {
-      const data::PretrainingBatch& b = mb[m];
+      const data::PretrainingBatch& b = mb[static_cast<size_t>(m - first)];
+      spdlog::debug("step {} rank {} micro-batch {}: epoch {} samples {}", state.global_step + 1, o.rank, m, b.epoch,
+                    fmt::join(b.sample_index, ","));
       BertInputs in{b.input_ids, b.token_type_ids, b.attention_mask,
                     state.global_step * g + (o.rank * a + m) * p.micro_batch_size, r.seed};
       PretrainingTargets t{b.masked_lm_positions, b.masked_lm_ids, b.masked_lm_weights,
                            r.next_sentence ? b.next_sentence_labels : Tensor(), wsum + 1e-5, static_cast<double>(g)};
       PretrainingOutput out = model->forward(in, t);
       out.loss.backward();
+      if (o.on_micro_batch) o.on_micro_batch(MicroBatchEvent{state.global_step, m, b.epoch, b.step, b.sample_index});
       return std::vector<double>{out.loss.item(), out.mlm_loss.item(), out.nsp_loss.defined() ? out.nsp_loss.item() : 0.0};
     };
     const double lr = sched->phase(state.phase).lr(state.phase_step);
     StepStats st = step->run(a, micro_batch, lr, state, true);
-    if (st.completed) state.data_cursor = loader->cursor();
+    if (st.completed) {
+      state.data_cursor = loader->cursor();
+      state.step_masked_tokens = 0;
+    } else {
+      state.data_cursor = start;  // after the micro-batches whose gradients the checkpoint holds
+      state.data_cursor.micro = state.micro_batch_index;
+    }
     return st;
   }
 
-  void log_step(const StepStats& st, double seconds, int64_t first_phase_step) {
+  void log_step(const StepStats& st, double seconds, double data_wait, int64_t first_phase_step) {
     const PhaseRecipe& p = r.phases[state.phase];
     const double g = static_cast<double>(p.train_batch_size);
     log.record({{"step", state.global_step}, {"phase", int64_t{state.phase + 1}}, {"phase_step", state.phase_step},
                 {"loss", st.losses[0]}, {"mlm_loss", st.losses[1]}, {"nsp_loss", st.losses[2]}, {"lr", st.lr},
                 {"grad_norm", st.grad_norm}, {"sequences_per_second", g / seconds},
-                {"tokens_per_second", g * static_cast<double>(p.max_seq_length) / seconds}, {"skipped", st.skipped}});
+                {"tokens_per_second", g * static_cast<double>(p.max_seq_length) / seconds}, {"skipped", st.skipped},
+                {"data_wait_seconds", data_wait}, {"data_wait_fraction", data_wait / seconds}});
     StepProgress pr;
     pr.where = "phase " + std::to_string(state.phase + 1) + "/" + std::to_string(r.phases.size()) + " step " +
                std::to_string(state.phase_step) + "/" + std::to_string(p.schedule.num_train_steps);
@@ -284,6 +333,7 @@ struct PretrainTrainer::Impl {
     pr.grad_norm = st.grad_norm;
     pr.sequences_per_second = g / seconds;
     pr.tokens_per_second = g * static_cast<double>(p.max_seq_length) / seconds;
+    pr.data_wait_fraction = data_wait / seconds;
     pr.done = state.phase_step - first_phase_step;
     pr.total = p.schedule.num_train_steps - first_phase_step;
     pr.last = state.phase_step == p.schedule.num_train_steps;
@@ -328,12 +378,13 @@ struct PretrainTrainer::Impl {
       const int64_t first = state.phase_step;
       while (state.phase_step < p.schedule.num_train_steps) {
         const auto t0 = std::chrono::steady_clock::now();
-        const StepStats st = train_one_step();
+        double data_wait = 0;
+        const StepStats st = train_one_step(data_wait);
         if (!st.completed) {
           save(true);
           return 128 + st.stop_signal;
         }
-        log_step(st, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), first);
+        log_step(st, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), data_wait, first);
         if (state.phase_step == p.schedule.num_train_steps) break;
         if (!r.eval_dir.empty() && r.eval_every_steps > 0 && state.global_step % r.eval_every_steps == 0)
           evaluate(r.eval_dir);

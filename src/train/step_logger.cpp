@@ -3,11 +3,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bertrain/core/error.h"
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/train/checkpoint_dir.h"
 
@@ -72,6 +75,8 @@ void StepLogger::record(const MetricsRecord& r) {
   if (!write_) return;
   std::ofstream f(path_, std::ios::app);
   f << to_json(r).dump() << "\n";
+  f.flush();
+  BERTRAIN_CHECK(f.good(), "cannot append to ", path_, ": ", std::strerror(errno));
 }
 
 double StepLogger::elapsed() const {
@@ -93,6 +98,10 @@ void StepLogger::progress(const StepProgress& p, int64_t step_number) {
     std::snprintf(rate, sizeof rate, " | %.1f seq/s %.0f tok/s", p.sequences_per_second, p.tokens_per_second);
   else if (p.sequences_per_second > 0)
     std::snprintf(rate, sizeof rate, " | %.1f seq/s", p.sequences_per_second);
+  if (p.data_wait_fraction >= 0) {
+    const size_t n = std::strlen(rate);
+    std::snprintf(rate + n, sizeof rate - n, " | data wait %.1f%%", 100 * p.data_wait_fraction);
+  }
   char line[640];
   std::snprintf(line, sizeof line, "%s | loss %.4f%s%s%s | lr %.3g | gnorm %.3g%s | eta %s", p.where.c_str(), p.loss,
                 parts.empty() ? "" : " (", parts.c_str(), parts.empty() ? "" : ")", p.lr, p.grad_norm, rate,

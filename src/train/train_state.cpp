@@ -24,6 +24,7 @@ std::string TrainState::to_json() const {
          {"consecutive_skipped_steps", consecutive_skipped_steps},
          {"micro_batch_index", micro_batch_index},
          {"partial_losses", partial_losses},
+         {"step_masked_tokens", step_masked_tokens},
          {"best_metric", best_metric ? json(*best_metric) : json(nullptr)},
          {"best_step", best_step},
          {"primary_metric", primary_metric},
@@ -72,6 +73,7 @@ TrainState TrainState::from_json(const std::string& text, const std::string& wha
     get(j, "consecutive_skipped_steps", s.consecutive_skipped_steps);
     get(j, "micro_batch_index", s.micro_batch_index);
     get(j, "partial_losses", s.partial_losses);
+    get(j, "step_masked_tokens", s.step_masked_tokens);
     if (j.contains("best_metric") && !j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
     get(j, "best_step", s.best_step);
     get(j, "primary_metric", s.primary_metric);

@@ -70,6 +70,9 @@ struct PretrainRecipe {
   int64_t log_every_steps = 1;
   bool activation_checkpointing = false;
   bool dynamic_masking = false;
+  /// The loader's window (data::LoaderOptions::window_shards): the samples of this many consecutive shards of each
+  /// epoch's shard permutation are shuffled together; memory holds about two windows.
+  int64_t shuffle_window_shards = 4;
   /// Mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights (MatmulPrecision::bf16 in
   /// bertrain/ops/ops.h); also for evaluation. `--bf16` on the command line.
   bool bf16 = false;

@@ -4,14 +4,25 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bertrain/io/recipe.h"
 
 namespace bertrain {
 
 class Communicator;
+
+/// What PretrainOptions::on_micro_batch is told after each micro-batch's forward and backward on this rank.
+struct MicroBatchEvent {
+  int64_t global_step = 0;  ///< updates done before this step (the step being accumulated is global_step + 1)
+  int64_t micro = 0;        ///< micro-batch index within the step, in [0, A)
+  int64_t epoch = 0;        ///< the loader's epoch and step within it (data::PretrainingBatch)
+  int64_t epoch_step = 0;
+  std::vector<int64_t> sample_index;  ///< the dataset index of each row
+};
 
 struct PretrainOptions {
   bool resume = false;  ///< continue from the newest complete checkpoint in output_dir
@@ -24,6 +35,9 @@ struct PretrainOptions {
   /// Gradient bucket size for the sums over ranks (PyTorch DDP's bucket_cap_mb); > 0.
   double allreduce_bucket_mb = 25;
   bool progress = true; ///< live progress line on the console
+  /// Called on this rank after each micro-batch (for embedding programs and tests; e.g. raising SIGTERM there
+  /// stops the step after that micro-batch, as a signal arriving then would).
+  std::function<void(const MicroBatchEvent&)> on_micro_batch;
 };
 
 /// google-research/bert run_pretraining.py's evaluation keys.

@@ -26,6 +26,7 @@ struct StepProgress {
   std::vector<std::pair<std::string, double>> parts;   ///< e.g. {"mlm", 7.1}, {"nsp", 0.69}
   double lr = 0, grad_norm = 0;
   double sequences_per_second = 0, tokens_per_second = 0;
+  double data_wait_fraction = -1;                      ///< share of the step spent waiting for data (< 0: not shown)
   int64_t done = 0, total = 0;                         ///< steps done and planned in this run segment, for the ETA
   bool last = false;                                   ///< the segment's last step (ends the live line)
 };

@@ -25,6 +25,9 @@ struct TrainState {
   // ---- a checkpoint saved between micro-batches (SIGINT/SIGTERM during a long accumulation)
   int64_t micro_batch_index = 0;        ///< > 0: micro-batches [0, index) are in partial_gradients.safetensors
   std::vector<double> partial_losses;   ///< their loss sums (total, then the parts the caller logs)
+  /// Pretraining: the masked-token count of the whole global batch of the step saved mid-way (the masked-LM
+  /// loss's normaliser), so a resumed run reads only the step's remaining micro-batches (CASES.md C38).
+  double step_masked_tokens = 0;
   // ---- finetuning
   std::optional<double> best_metric;    ///< best value of primary_metric so far
   int64_t best_step = -1;
