@@ -1,8 +1,10 @@
 // cmd_create_pretraining_data.cpp: `bertrain create-pretraining-data`: google-research/bert's
-// create_pretraining_data.py flags, NVIDIA-layout HDF5 shards out. Active once the tokenizer is in the tree.
+// create_pretraining_data.py flags, NVIDIA-layout HDF5 shards out, made in windows of documents
+// (bertrain/data/create_shards.h). Active once the tokenizer is in the tree.
 #if __has_include("bertrain/text/tokenizer.h")
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -10,7 +12,7 @@
 
 #include "bertrain/core/error.h"
 #include "bertrain/core/threads.h"
-#include "bertrain/data/hdf5_shard.h"
+#include "bertrain/data/create_shards.h"
 #include "bertrain/data/pretraining.h"
 #include "bertrain/text/tokenizer.h"
 #include "commands.h"
@@ -23,6 +25,8 @@ struct Flags {
   bool tokenize_chinese_chars = true;
   data::PretrainingOptions opt;
   int gzip_level = 4;
+  double window_mb = 16;
+  int64_t max_instances_per_shard = 32768;
 };
 
 int run(const Flags& f) {
@@ -31,72 +35,63 @@ int run(const Flags& f) {
   data::PretrainingOptions opt = f.opt;
   for (const auto& w : opt.validate()) spdlog::warn("{}", w);
   const bool lower = parse_bool_flag("do_lower_case", f.do_lower_case);
+  BERTRAIN_CHECK(f.window_mb > 0, "--window_mb must be positive, got ", f.window_mb);
 
   text::FullTokenizer tok(std::make_shared<const text::Vocab>(text::Vocab::load(f.vocab_file)), lower, std::nullopt,
                           f.tokenize_chinese_chars);
   const text::Vocab& vocab = tok.vocab();
   vocab.require_special_tokens({text::Vocab::kPad, text::Vocab::kCls, text::Vocab::kSep, text::Vocab::kMask}, "pretraining data");
-  std::vector<std::string> words;
-  words.reserve(vocab.size());
-  for (size_t i = 0; i < vocab.size(); ++i) words.push_back(vocab.token(static_cast<int32_t>(i)));
-  data::PretrainingVocab pvocab(std::move(words));
+  data::PretrainingVocab pvocab(vocab.tokens());
 
   std::vector<std::string> files = data::expand_input_globs(f.input_file);
-  spdlog::info("create-pretraining-data: {} input file(s), {} thread(s), vocab {} ({} tokens)", files.size(),
-               num_threads(), f.vocab_file, vocab.size());
+  data::CreateShardsOptions co;
+  co.output_dir = f.output_dir;
+  co.window_bytes = static_cast<int64_t>(f.window_mb * (1 << 20));
+  co.max_instances_per_shard = f.max_instances_per_shard;
+  co.gzip_level = f.gzip_level;
+  spdlog::info("create-pretraining-data: {} input file(s), {} thread(s), vocab {} ({} tokens), windows of {} MB, at "
+               "most {} instances per shard", files.size(), num_threads(), f.vocab_file, vocab.size(), f.window_mb,
+               f.max_instances_per_shard);
 
-  data::PretrainingStats stats;
   const bool tty = ::isatty(2);
   auto last = clock::now();
   data::ProgressFn progress = [&](int64_t done, int64_t total) {
     auto now = clock::now();
-    if (now - last < std::chrono::milliseconds(500) && done < total) return;
+    if (now - last < std::chrono::milliseconds(tty ? 500 : 10000) && done < total) return;
     last = now;
     const double s = std::chrono::duration<double>(now - t0).count();
-    std::fprintf(stderr, "%stokenizing %.1f / %.1f MB (%.1f MB/s)%s", tty ? "\r" : "", done / 1e6, total / 1e6,
-                 done / 1e6 / std::max(s, 1e-9), tty ? "   " : "\n");
+    std::fprintf(stderr, "%s%.1f / %.1f MB of text (%.1f MB/min)%s", tty ? "\r" : "", done / 1e6, total / 1e6,
+                 60 * done / 1e6 / std::max(s, 1e-9), tty ? "   " : "\n");
   };
-  data::ChineseRefOptions ref{{}, &pvocab};
-  if (!f.chinese_ref_file.empty()) ref.files = data::expand_input_globs(f.chinese_ref_file);
-  BERTRAIN_CHECK(f.chinese_ref_file.empty() || opt.do_whole_word_mask,
-                 "--chinese_ref_file groups characters for whole-word masking: give --do_whole_word_mask too");
-  std::vector<data::Document> docs = data::read_documents(
-      files, [&tok](std::string_view line) { return tok.encode(line); }, stats, progress,
-      f.chinese_ref_file.empty() ? nullptr : &ref);
-  if (opt.do_whole_word_mask && f.chinese_ref_file.empty())
-    if (const std::string w = data::chinese_whole_word_mask_warning(docs, pvocab); !w.empty()) spdlog::warn("{}", w);
-  if (!f.chinese_ref_file.empty()) spdlog::info("--chinese_ref_file: {} characters continue a word", stats.chinese_ref_marks);
-  if (tty) std::fprintf(stderr, "\n");
-  for (const auto& w : stats.warnings) spdlog::warn("{}", w);
-  const double t_read = std::chrono::duration<double>(clock::now() - t0).count();
-  spdlog::info("read {} documents, {} sentences, {} tokens in {:.1f} s; making instances (dupe_factor {})",
-               stats.documents, stats.sentences, stats.tokens, t_read, opt.dupe_factor);
-
-  std::vector<data::TrainingInstance> instances = data::create_training_instances(std::move(docs), opt, pvocab, stats);
-  const double t_inst = std::chrono::duration<double>(clock::now() - t0).count();
-  spdlog::info("made {} instances in {:.1f} s; writing {} shard(s) to {}", instances.size(), t_inst - t_read,
-               opt.num_shards, f.output_dir);
-
+  std::atomic<int64_t> marks{0};
+  const data::TokenizeFn tokenize = [&tok](std::string_view line) { return tok.encode(line); };
+  if (!f.chinese_ref_file.empty()) {
+    BERTRAIN_CHECK(opt.do_whole_word_mask,
+                   "--chinese_ref_file groups characters for whole-word masking: give --do_whole_word_mask too");
+    co.side_files = data::expand_input_globs(f.chinese_ref_file);
+    BERTRAIN_CHECK(co.side_files.size() == files.size(), "--chinese_ref_file: ", co.side_files.size(),
+                   " reference file(s) for ", files.size(), " input file(s); give one per input file, in order");
+    co.side_tokenize = data::chinese_ref_side_tokenize(tokenize, pvocab, &marks);
+  }
   data::DatasetInfo info;
-  info.options = opt;
   info.vocab_file = f.vocab_file;
   info.vocab_sha256 = vocab.sha256();
   info.vocab_size = static_cast<int64_t>(vocab.size());
   info.do_lower_case = lower;
-  info.input_files = files;
-  data::write_pretraining_shards(instances, opt, f.output_dir, info, f.gzip_level);
-  info.stats = stats;
-  info.seconds = std::chrono::duration<double>(clock::now() - t0).count();
-  data::write_dataset_info((std::filesystem::path(f.output_dir) / "dataset_info.json").string(), info);
+  info = data::create_pretraining_shards(files, opt, co, pvocab, tokenize, info, progress);
+  if (tty) std::fprintf(stderr, "\n");
+  const data::PretrainingStats& stats = info.stats;
+  for (const auto& w : stats.warnings) spdlog::warn("{}", w);
+  if (!f.chinese_ref_file.empty()) spdlog::info("--chinese_ref_file: {} characters continue a word", marks.load());
 
-  const double secs = info.seconds, mb = stats.bytes / 1e6;
+  const double secs = std::chrono::duration<double>(clock::now() - t0).count(), mb = stats.bytes / 1e6;
   const int64_t skipped = stats.skipped_non_utf8_lines + stats.skipped_long_lines + stats.skipped_empty_files;
   spdlog::info(
-      "done: {} documents, {} instances, {} tokens ({} in instances), {} masked tokens ({:.2f}%), {:.2f}% random "
-      "next; {:.1f} s, {:.2f} MB/s ({:.1f} MB/min); skipped records: {} ({} non-UTF-8 lines, {} lines over 1 MB, {} "
-      "empty files), {} random pairs without another document",
-      stats.documents, stats.instances, stats.tokens, stats.instance_tokens, stats.masked_tokens,
-      100.0 * stats.masked_tokens / std::max<int64_t>(1, stats.instance_tokens),
+      "done: {} windows ({} complete from an earlier run), {} shards; {} documents, {} instances, {} tokens ({} in "
+      "instances), {} masked tokens ({:.2f}%), {:.2f}% random next; {:.1f} s, {:.2f} MB/s ({:.1f} MB/min); skipped "
+      "records: {} ({} non-UTF-8 lines, {} lines over 1 MB, {} empty files), {} random pairs without another document",
+      info.windows, info.resumed_windows, info.shards.size(), stats.documents, stats.instances, stats.tokens,
+      stats.instance_tokens, stats.masked_tokens, 100.0 * stats.masked_tokens / std::max<int64_t>(1, stats.instance_tokens),
       100.0 * stats.random_next / std::max<int64_t>(1, stats.instances), secs, mb / secs, 60 * mb / secs, skipped,
       stats.skipped_non_utf8_lines, stats.skipped_long_lines, stats.skipped_empty_files, stats.skipped_random_pairs);
   return 0;
@@ -126,7 +121,15 @@ Registrar reg{{"create-pretraining-data",
                                 "Hugging Face run_chinese_ref.py's format (scripts/chinese_ref.py)");
                  app.add_option("--tokenize_chinese_chars", f->tokenize_chinese_chars,
                                 "isolate CJK characters before WordPiece (default true, as the reference)");
-                 app.add_option("--num_shards", f->opt.num_shards, "output shards (instances dealt round-robin)")
+                 app.add_option("--num_shards", f->opt.num_shards,
+                                "shards per window at least (a window's instances are dealt round-robin)")
+                     ->capture_default_str();
+                 app.add_option("--window_mb", f->window_mb,
+                                "text per window of documents made into instances together (memory; random next "
+                                "sentences come from the same window)")
+                     ->capture_default_str();
+                 app.add_option("--max_instances_per_shard", f->max_instances_per_shard)
+                     ->check(CLI::PositiveNumber)
                      ->capture_default_str();
                  app.add_option("--gzip_level", f->gzip_level, "HDF5 gzip level 0-9 (h5py's default 4)")
                      ->check(CLI::Range(0, 9))

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // A file-size limit (ulimit -f) then makes write() fail with EFBIG, reported like a full disk, instead of
+  // killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   // MPI only when started by an MPI launcher (see init_world): a plain `bertrain ...` never initialises MPI.

@@ -42,6 +42,7 @@
 #include "bertrain/text/utf8.h"
 #include "bertrain/text/vocab.h"
 // data
+#include "bertrain/data/create_shards.h"
 #include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/loader.h"
 #include "bertrain/data/pretraining.h"

@@ -51,6 +51,10 @@ std::string hdf5_error() {
       },
       &msg);
   H5Eclear2(H5E_DEFAULT);
+  // A failed write's description spans lines (time, descriptor, buffer...): keep the system's error message.
+  const size_t em = msg.find("error message = '");
+  if (em != std::string::npos) msg = msg.substr(em + 17, msg.find('\'', em + 17) - (em + 17));
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
   return msg.empty() ? "" : " (" + msg + ")";
 }
 
@@ -308,7 +312,7 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
   if (gzip_level > 0)
     BERTRAIN_CHECK(H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0, "this libhdf5 has no gzip (deflate) filter");
   const std::string tmp = path + ".tmp";
-  {
+  try {
     Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
     H5_CHECK(H5Pset_obj_track_times(fcpl.get(), 0), path, ": cannot turn off timestamps");
     Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
@@ -321,6 +325,10 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
     write_dataset(file.get(), path, "masked_lm_ids", f.masked_lm_ids, N, P, gzip_level);
     write_dataset(file.get(), path, "next_sentence_labels", f.next_sentence_labels, N, 0, gzip_level);
     H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "cannot flush '", tmp, "'");
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);  // a full disk or a write error: no half-written file is left behind
+    throw;
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -414,6 +422,13 @@ void write_dataset_info(const std::string& path, const DatasetInfo& info) {
                 {"dupe_factor", o.dupe_factor},         {"short_seq_prob", o.short_seq_prob},
                 {"random_seed", o.random_seed},         {"do_whole_word_mask", o.do_whole_word_mask},
                 {"num_shards", o.num_shards}};
+  if (info.windows > 0) {
+    j["flags"]["window_mb"] = static_cast<double>(info.window_bytes) / (1 << 20);
+    j["flags"]["max_instances_per_shard"] = info.max_instances_per_shard;
+    if (!info.side_files.empty()) j["flags"]["side_files"] = info.side_files;
+    j["windows"] = {{"count", info.windows}, {"resumed", info.resumed_windows},
+                    {"random_next_from", "documents of the same window"}};
+  }
   j["vocab"] = {{"sha256", info.vocab_sha256}, {"size", info.vocab_size}};
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
   for (size_t i = 0; i < info.shards.size(); ++i)

@@ -8,6 +8,7 @@ bertrain_add_layer(data
     data/hdf5_shard.cpp
     data/loader.cpp
     data/synthetic.cpp
+    data/create_shards.cpp
   PUBLIC_DEPS
     bertrain::core
   PRIVATE_DEPS

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -315,10 +316,17 @@ std::vector<TrainingInstance> create_instances_from_document(const std::vector<D
 std::vector<TrainingInstance> create_training_instances(std::vector<Document> all_documents,
                                                         const PretrainingOptions& options,
                                                         const PretrainingVocab& vocab, PretrainingStats& stats) {
+  return create_training_instances(std::move(all_documents), options, vocab, stats, options.random_seed);
+}
+
+std::vector<TrainingInstance> create_training_instances(std::vector<Document> all_documents,
+                                                        const PretrainingOptions& options,
+                                                        const PretrainingVocab& vocab, PretrainingStats& stats,
+                                                        uint64_t seed) {
   options.validate();
   std::erase_if(all_documents, [](const Document& d) { return d.empty(); });
   BERTRAIN_CHECK(!all_documents.empty(), "no documents in the input: nothing to make pretraining instances from");
-  Rng doc_rng(options.random_seed, 0);
+  Rng doc_rng(seed, 0);
   py_shuffle(all_documents, doc_rng);
 
   const int64_t ndocs = static_cast<int64_t>(all_documents.size());
@@ -328,7 +336,7 @@ std::vector<TrainingInstance> create_training_instances(std::vector<Document> al
 #pragma omp parallel for schedule(dynamic, 16)
   for (int64_t t = 0; t < ntasks; ++t) {
     const int64_t d = t % ndocs;  // t = dupe * ndocs + d
-    Rng rng(options.random_seed, 2 + static_cast<uint64_t>(t));
+    Rng rng(seed, 2 + static_cast<uint64_t>(t));
     per_task[static_cast<size_t>(t)] =
         create_instances_from_document(all_documents, static_cast<size_t>(d), options, vocab, rng,
                                        per_task_stats[static_cast<size_t>(t)]);
@@ -342,7 +350,7 @@ std::vector<TrainingInstance> create_training_instances(std::vector<Document> al
     std::vector<TrainingInstance>().swap(per_task[static_cast<size_t>(t)]);
     stats.merge(per_task_stats[static_cast<size_t>(t)]);
   }
-  Rng inst_rng(options.random_seed, 1);
+  Rng inst_rng(seed, 1);
   py_shuffle(instances, inst_rng);
   return instances;
 }
@@ -465,6 +473,50 @@ std::vector<std::string> expand_input_globs(const std::string& patterns) {
   return files;
 }
 
+std::vector<int32_t> parse_chinese_ref_line(std::string_view line, const std::string& source, int64_t lineno) {
+  // A JSON list of integers, as json.dumps writes it: "[2, 4, 6]" or "[]".
+  std::vector<int32_t> v;
+  size_t i = 0;
+  auto skip_ws = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  };
+  skip_ws();
+  BERTRAIN_CHECK(i < line.size() && line[i] == '[', source, ":", lineno, ": expected a JSON list of token positions ",
+                 "such as [2, 4], got '", line.substr(0, 40), "'");
+  ++i;
+  skip_ws();
+  bool closed = false;
+  while (i < line.size()) {
+    if (line[i] == ']' && v.empty()) {
+      closed = true;
+      ++i;
+      break;
+    }
+    size_t b = i;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+    BERTRAIN_CHECK(i > b && i - b <= 9, source, ":", lineno, ": expected a non-negative integer position at column ", b + 1);
+    const int32_t p = static_cast<int32_t>(std::stol(std::string(line.substr(b, i - b))));
+    BERTRAIN_CHECK(v.empty() || p > v.back(), source, ":", lineno, ": positions must be strictly increasing, got ",
+                   p, " after ", v.empty() ? 0 : v.back());
+    v.push_back(p);
+    skip_ws();
+    if (i < line.size() && line[i] == ',') {
+      ++i;
+      skip_ws();
+      continue;
+    }
+    if (i < line.size() && line[i] == ']') {
+      closed = true;
+      ++i;
+    }
+    break;
+  }
+  skip_ws();
+  BERTRAIN_CHECK(closed && i == line.size(), source, ":", lineno, ": malformed list of positions '", line.substr(0, 60),
+                 "'");
+  return v;
+}
+
 ChineseRef parse_chinese_ref(std::string_view text, const std::string& source) {
   ChineseRef r;
   r.path = source;
@@ -474,48 +526,7 @@ ChineseRef parse_chinese_ref(std::string_view text, const std::string& source) {
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(pos, nl - pos);
     pos = nl + 1;
-    ++lineno;
-    // A JSON list of integers, as json.dumps writes it: "[2, 4, 6]" or "[]".
-    std::vector<int32_t> v;
-    size_t i = 0;
-    auto skip_ws = [&] {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    };
-    skip_ws();
-    BERTRAIN_CHECK(i < line.size() && line[i] == '[', source, ":", lineno, ": expected a JSON list of token positions ",
-                   "such as [2, 4], got '", line.substr(0, 40), "'");
-    ++i;
-    skip_ws();
-    bool closed = false;
-    while (i < line.size()) {
-      if (line[i] == ']' && v.empty()) {
-        closed = true;
-        ++i;
-        break;
-      }
-      size_t b = i;
-      while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
-      BERTRAIN_CHECK(i > b && i - b <= 9, source, ":", lineno, ": expected a non-negative integer position at column ", b + 1);
-      const int32_t p = static_cast<int32_t>(std::stol(std::string(line.substr(b, i - b))));
-      BERTRAIN_CHECK(v.empty() || p > v.back(), source, ":", lineno, ": positions must be strictly increasing, got ",
-                     p, " after ", v.empty() ? 0 : v.back());
-      v.push_back(p);
-      skip_ws();
-      if (i < line.size() && line[i] == ',') {
-        ++i;
-        skip_ws();
-        continue;
-      }
-      if (i < line.size() && line[i] == ']') {
-        closed = true;
-        ++i;
-      }
-      break;
-    }
-    skip_ws();
-    BERTRAIN_CHECK(closed && i == line.size(), source, ":", lineno, ": malformed list of positions '", line.substr(0, 60),
-                   "'");
-    r.lines.push_back(std::move(v));
+    r.lines.push_back(parse_chinese_ref_line(line, source, ++lineno));
   }
   return r;
 }
@@ -566,6 +577,101 @@ std::string chinese_whole_word_mask_warning(const std::vector<Document>& docs, c
                          "--chinese_ref_file (scripts/chinese_ref.py writes one)");
 }
 
+SideTokenizeFn chinese_ref_side_tokenize(TokenizeFn tokenize, const PretrainingVocab& vocab,
+                                         std::atomic<int64_t>* marks) {
+  return [tokenize = std::move(tokenize), &vocab, marks](std::string_view line, std::string_view side_line,
+                                                         const std::string& side_path, int64_t side_line_no) {
+    std::vector<int32_t> ids = line.empty() ? std::vector<int32_t>{} : tokenize(line);
+    const std::vector<int32_t> pos = parse_chinese_ref_line(side_line, side_path, side_line_no);
+    mark_chinese_ref_words(ids, pos, vocab, side_path, side_line_no);
+    if (marks) *marks += static_cast<int64_t>(pos.size());
+    return ids;
+  };
+}
+
+bool is_blank_input_line(std::string_view line, int64_t bytes) {
+  return bytes <= static_cast<int64_t>(kMaxLineBytes) && is_valid_utf8(line) && py_strip(line).empty();
+}
+
+std::vector<Document> documents_from_lines(const std::string& path, int64_t first_line,
+                                           const std::vector<InputLine>& lines, const TokenizeFn& tokenize,
+                                           const SideTokenizeFn& side_tokenize, PretrainingStats& stats,
+                                           const std::function<void(int64_t bytes)>& report,
+                                           const std::string& side_path) {
+  const int64_t nlines = static_cast<int64_t>(lines.size());
+  stats.lines += nlines;
+  std::vector<LineKind> kind(lines.size());
+  std::vector<Sentence> ids(lines.size());
+  constexpr int64_t kBlock = 1024;
+  const int64_t nblocks = (nlines + kBlock - 1) / kBlock;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(nblocks));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t blk = 0; blk < nblocks; ++blk) {
+    int64_t bytes = 0;
+    try {
+      for (int64_t l = blk * kBlock; l < std::min(nlines, (blk + 1) * kBlock); ++l) {
+        const InputLine& in = lines[static_cast<size_t>(l)];
+        bytes += in.bytes + 1;
+        if (in.bytes > static_cast<int64_t>(kMaxLineBytes)) {
+          kind[static_cast<size_t>(l)] = LineKind::too_long;
+        } else if (!is_valid_utf8(in.text)) {
+          kind[static_cast<size_t>(l)] = LineKind::bad_utf8;
+        } else {
+          std::string_view s = py_strip(in.text);
+          if (s.empty()) {
+            kind[static_cast<size_t>(l)] = LineKind::blank;
+            if (side_tokenize && !in.side.empty()) side_tokenize({}, in.side, side_path, in.side_line);  // validates
+          } else {
+            kind[static_cast<size_t>(l)] = LineKind::text;
+            ids[static_cast<size_t>(l)] = side_tokenize ? side_tokenize(s, in.side, side_path, in.side_line) : tokenize(s);
+          }
+        }
+      }
+    } catch (...) {
+      errors[static_cast<size_t>(blk)] = std::current_exception();
+    }
+    if (report) report(bytes);
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  // Assemble documents in line order (independent of the thread count).
+  std::vector<Document> docs(1);
+  bool warned_utf8 = false, warned_long = false;
+  for (int64_t l = 0; l < nlines; ++l) {
+    switch (kind[static_cast<size_t>(l)]) {
+      case LineKind::blank:
+        docs.emplace_back();
+        break;
+      case LineKind::text:
+        if (!ids[static_cast<size_t>(l)].empty()) docs.back().push_back(std::move(ids[static_cast<size_t>(l)]));
+        break;
+      case LineKind::bad_utf8:
+        ++stats.skipped_non_utf8_lines;
+        if (!warned_utf8)
+          stats.warnings.push_back(detail::str_cat(path, ":", first_line + l + 1,
+                                                   ": invalid UTF-8, line skipped (further such lines in this "
+                                                   "file are only counted)"));
+        warned_utf8 = true;
+        break;
+      case LineKind::too_long:
+        ++stats.skipped_long_lines;
+        if (!warned_long)
+          stats.warnings.push_back(detail::str_cat(path, ":", first_line + l + 1, ": line of ",
+                                                   lines[static_cast<size_t>(l)].bytes, " bytes exceeds ", kMaxLineBytes,
+                                                   ", skipped (further such lines in this file are only counted)"));
+        warned_long = true;
+        break;
+    }
+  }
+  std::erase_if(docs, [](const Document& d) { return d.empty(); });
+  stats.documents += static_cast<int64_t>(docs.size());
+  for (const auto& d : docs) {
+    stats.sentences += static_cast<int64_t>(d.size());
+    for (const auto& sent : d) stats.tokens += static_cast<int64_t>(sent.size());
+  }
+  return docs;
+}
+
 std::vector<Document> read_documents(const std::vector<std::string>& files, const TokenizeFn& tokenize,
                                      PretrainingStats& stats, const ProgressFn& progress,
                                      const ChineseRefOptions* chinese_ref) {
@@ -590,112 +696,57 @@ std::vector<Document> read_documents(const std::vector<std::string>& files, cons
       progress_mu.unlock();
     }
   };
+  std::atomic<int64_t> marks{0};
+  const SideTokenizeFn ref_tokenize =
+      chinese_ref ? chinese_ref_side_tokenize(tokenize, *chinese_ref->vocab, &marks) : SideTokenizeFn();
 
   std::vector<Document> docs;
   for (const auto& path : files) {
     const std::string text = read_whole_file(path);
     ++stats.files;
     stats.bytes += static_cast<int64_t>(text.size());
-    std::vector<std::string_view> lines;
-    for (size_t pos = 0; pos < text.size();) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) nl = text.size();
-      lines.emplace_back(text.data() + pos, nl - pos);
-      pos = nl + 1;
-    }
-    stats.lines += static_cast<int64_t>(lines.size());
     if (text.find_first_not_of(" \t\n\r\v\f") == std::string::npos) {
       ++stats.skipped_empty_files;
       stats.warnings.push_back(detail::str_cat(path, ": empty file (no text), skipped"));
       report(static_cast<int64_t>(text.size()));
       continue;
     }
-    const int64_t nlines = static_cast<int64_t>(lines.size());
-    std::vector<LineKind> kind(lines.size());
-    std::vector<Sentence> ids(lines.size());
-    constexpr int64_t kBlock = 1024;
-    const int64_t nblocks = (nlines + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t blk = 0; blk < nblocks; ++blk) {
-      int64_t bytes = 0;
-      for (int64_t l = blk * kBlock; l < std::min(nlines, (blk + 1) * kBlock); ++l) {
-        std::string_view line = lines[static_cast<size_t>(l)];
-        bytes += static_cast<int64_t>(line.size()) + 1;
-        if (line.size() > kMaxLineBytes) {
-          kind[static_cast<size_t>(l)] = LineKind::too_long;
-        } else if (!is_valid_utf8(line)) {
-          kind[static_cast<size_t>(l)] = LineKind::bad_utf8;
-        } else {
-          std::string_view s = py_strip(line);
-          if (s.empty()) {
-            kind[static_cast<size_t>(l)] = LineKind::blank;
-          } else {
-            kind[static_cast<size_t>(l)] = LineKind::text;
-            ids[static_cast<size_t>(l)] = tokenize(s);
-          }
-        }
-      }
-      report(bytes);
+    std::vector<InputLine> lines;
+    for (size_t pos = 0; pos < text.size();) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) nl = text.size();
+      lines.push_back(InputLine{std::string_view(text.data() + pos, nl - pos), {}, static_cast<int64_t>(nl - pos)});
+      pos = nl + 1;
     }
+    std::string ref_text, ref_path;
     if (chinese_ref) {
-      const size_t file_index = static_cast<size_t>(&path - files.data());
-      const ChineseRef ref = read_chinese_ref(chinese_ref->files[file_index]);
+      // One reference line per input line, or per non-blank input line (run_chinese_ref.py drops blank lines).
+      ref_path = chinese_ref->files[static_cast<size_t>(&path - files.data())];
+      ref_text = read_whole_file(ref_path);
+      std::vector<std::string_view> ref_lines;
+      for (size_t pos = 0; pos < ref_text.size();) {
+        size_t nl = ref_text.find('\n', pos);
+        if (nl == std::string::npos) nl = ref_text.size();
+        ref_lines.emplace_back(ref_text.data() + pos, nl - pos);
+        pos = nl + 1;
+      }
       int64_t nonblank = 0;
-      for (LineKind k : kind) nonblank += k != LineKind::blank ? 1 : 0;
-      const int64_t nref = static_cast<int64_t>(ref.lines.size());
-      BERTRAIN_CHECK(nref == nlines || nref == nonblank, ref.path, ": ", nref, " lines, but the input ", path, " has ",
+      for (const InputLine& l : lines) nonblank += is_blank_input_line(l.text, l.bytes) ? 0 : 1;
+      const int64_t nlines = static_cast<int64_t>(lines.size()), nref = static_cast<int64_t>(ref_lines.size());
+      BERTRAIN_CHECK(nref == nlines || nref == nonblank, ref_path, ": ", nref, " lines, but the input ", path, " has ",
                      nlines, " lines (", nonblank, " non-blank); a reference needs one line per input line, or per "
                      "non-blank input line as run_chinese_ref.py writes it");
       int64_t r = 0;
-      for (int64_t l = 0; l < nlines; ++l) {
-        const LineKind k = kind[static_cast<size_t>(l)];
-        if (nref == nonblank && k == LineKind::blank) continue;
-        const std::vector<int32_t>& pos = ref.lines[static_cast<size_t>(r++)];
-        if (k == LineKind::text) {
-          mark_chinese_ref_words(ids[static_cast<size_t>(l)], pos, *chinese_ref->vocab, ref.path, r);
-          stats.chinese_ref_marks += static_cast<int64_t>(pos.size());
-        } else {
-          BERTRAIN_CHECK(pos.empty() || k != LineKind::blank, ref.path, ":", r, ": positions for the blank input line ",
-                         path, ":", l + 1);
-        }
+      for (InputLine& l : lines) {
+        if (nref != nlines && is_blank_input_line(l.text, l.bytes)) continue;
+        l.side_line = r + 1;
+        l.side = ref_lines[static_cast<size_t>(r++)];
       }
     }
-    // Assemble documents in line order (independent of the thread count).
-    docs.emplace_back();
-    bool warned_utf8 = false, warned_long = false;
-    for (int64_t l = 0; l < nlines; ++l) {
-      switch (kind[static_cast<size_t>(l)]) {
-        case LineKind::blank:
-          docs.emplace_back();
-          break;
-        case LineKind::text:
-          if (!ids[static_cast<size_t>(l)].empty()) docs.back().push_back(std::move(ids[static_cast<size_t>(l)]));
-          break;
-        case LineKind::bad_utf8:
-          ++stats.skipped_non_utf8_lines;
-          if (!warned_utf8)
-            stats.warnings.push_back(detail::str_cat(path, ":", l + 1,
-                                                     ": invalid UTF-8, line skipped (further such lines in this "
-                                                     "file are only counted)"));
-          warned_utf8 = true;
-          break;
-        case LineKind::too_long:
-          ++stats.skipped_long_lines;
-          if (!warned_long)
-            stats.warnings.push_back(detail::str_cat(path, ":", l + 1, ": line of ", lines[static_cast<size_t>(l)].size(),
-                                                     " bytes exceeds ", kMaxLineBytes,
-                                                     ", skipped (further such lines in this file are only counted)"));
-          warned_long = true;
-          break;
-      }
-    }
+    for (Document& d : documents_from_lines(path, 0, lines, tokenize, ref_tokenize, stats, report, ref_path))
+      docs.push_back(std::move(d));
   }
-  std::erase_if(docs, [](const Document& d) { return d.empty(); });
-  stats.documents += static_cast<int64_t>(docs.size());
-  for (const auto& d : docs) {
-    stats.sentences += static_cast<int64_t>(d.size());
-    for (const auto& s : d) stats.tokens += static_cast<int64_t>(s.size());
-  }
+  stats.chinese_ref_marks += marks.load();
   return docs;
 }
 

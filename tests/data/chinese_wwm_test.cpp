@@ -2,10 +2,12 @@
 // run_chinese_ref.py's reference file), its validation errors, and the warning without a segmentation.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
 #include "bertrain/core/error.h"
+#include "bertrain/data/create_shards.h"
 #include "bertrain/data/pretraining.h"
 #include "test_util.h"
 
@@ -153,4 +155,54 @@ TEST(ChineseWholeWordMask, C34RefFileLinesAndWarning) {
   docs = read_documents({(dir / "in.txt").string()}, tok, st);
   EXPECT_NE(chinese_whole_word_mask_warning(docs, v).find("4 of 4 tokens are CJK characters"), std::string::npos);
   EXPECT_EQ(chinese_whole_word_mask_warning({{{v.id("iphone"), v.id("##12")}}}, v), "");
+}
+
+// create-pretraining-data reads a reference file as the side file of its windows (create_shards.h): the same
+// marks as read_documents in both of its formats, also when a window boundary falls between the lines, and the
+// same one-line errors naming the reference file.
+TEST(ChineseWholeWordMask, C34RefFileThroughTheWindowedReader) {
+  const PretrainingVocab v = c34_vocab();
+  const auto dir = bertrain::test::temp_dir("chinese_wwm_windows");
+  const std::string in = (dir / "in.txt").string(), ref = (dir / "in.ref").string();
+  bertrain::test::write_file(in, "我用\n\n拍照\n \t\n来预测下一个词\n");
+  TokenizeFn tok = [&](std::string_view line) {
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < line.size(); i += 3) out.push_back(v.id(std::string(line.substr(i, 3))));
+    return out;
+  };
+  std::atomic<int64_t> marks{0};
+  const SideTokenizeFn side = chinese_ref_side_tokenize(tok, v, &marks);
+  for (const std::string r : {"[2]\n[]\n[2]\n[]\n[3, 4]\n", "[2]\n[2]\n[3, 4]\n"}) {
+    bertrain::test::write_file(ref, r);
+    PretrainingStats whole_st;
+    ChineseRefOptions o{{ref}, &v};
+    const std::vector<Document> whole = read_documents({in}, tok, whole_st, {}, &o);
+    for (int64_t window : {1, 1 << 20}) {  // a window per document, and one window
+      const InputPlan plan = plan_input_windows({in}, window, {ref});
+      std::vector<Document> windowed;
+      PretrainingStats st;
+      for (const InputWindow& w : plan.windows)
+        for (Document& d : read_window_documents(plan, w, tok, st, side)) windowed.push_back(std::move(d));
+      EXPECT_EQ(windowed, whole) << r << " window " << window;
+    }
+    ASSERT_EQ(whole.size(), 3u);
+    EXPECT_EQ(whole[0][0][1] & kWordContinuationBit, kWordContinuationBit);
+    EXPECT_EQ(whole[2][0][2] & kWordContinuationBit, kWordContinuationBit);
+    EXPECT_EQ(whole[2][0][1] & kWordContinuationBit, 0);
+    EXPECT_EQ(whole_st.chinese_ref_marks, 4);
+  }
+  EXPECT_EQ(marks.load(), 2 * 2 * 4);  // two formats x two window sizes x 4 marks
+  // A line count that fits neither format, and a bad position, name the reference file (and its line).
+  bertrain::test::write_file(ref, "[2]\n[]\n");
+  std::string e = error_of([&] { plan_input_windows({in}, 1, {ref}); });
+  EXPECT_NE(e.find(ref), std::string::npos) << e;
+  EXPECT_NE(e.find("has 2 lines, but its input file"), std::string::npos) << e;
+  EXPECT_NE(e.find("5 lines (3 non-blank)"), std::string::npos) << e;
+  bertrain::test::write_file(ref, "[2]\n[1]\n[3, 4]\n");
+  e = error_of([&] {
+    const InputPlan plan = plan_input_windows({in}, 1, {ref});
+    PretrainingStats st;
+    for (const InputWindow& w : plan.windows) read_window_documents(plan, w, tok, st, side);
+  });
+  EXPECT_NE(e.find(ref + ":2: position 1 ('拍') is word-initial"), std::string::npos) << e;
 }

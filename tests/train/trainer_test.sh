@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trainer_test.sh BUILD_DIR SOURCE_DIR CASE: behaviour tests of `bertrain pretrain` through the real binary.
 # Cases: data (fixture: makes tiny shards), accumulation, resume_sigterm, c32_resume, sigkill_checkpoint,
-# startup_checks, eval_dir_names, bf16.
+# startup_checks, eval_dir_names, bf16, shard_lost, disk_full, create_resume.
 set -euo pipefail
 build=$1
 src=$2
@@ -39,6 +39,20 @@ expect_fail() {  # $1 = pattern the error must contain; rest = command
     exit 1
   fi
   echo "ok: $(grep -- "$pat" <<<"$out" | head -1)"
+}
+expect_one_error() {  # $1 = pattern the one error line must contain; rest = command that must fail
+  local pat=$1
+  shift
+  set +e
+  out=$("$@" 2>&1)
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ] || [ "$(grep -c '\[error\]' <<<"$out")" -ne 1 ] || ! grep '\[error\]' <<<"$out" | grep -q -- "$pat"; then
+    echo "expected one error line with '$pat', got rc=$rc:" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+  echo "ok: $(grep '\[error\]' <<<"$out")"
 }
 # Background runs start the binary itself (not a shell function in a subshell), so $! is bertrain's pid and
 # signals reach it.
@@ -188,6 +202,89 @@ PY
     expect_fail "bf16 matmuls need a CPU with AVX-512" env DNNL_MAX_CPU_ISA=AVX2 "$bin" "${common[@]}" \
       --output_dir="$work/bf_e" --num_train_steps=2 --bf16
     test ! -e "$work/bf_e/metrics.jsonl" || { echo "trained before failing" >&2; exit 1; }
+    ;;
+  shard_lost)
+    # Issue 18, Must-show 4: shards missing or truncated while a run reads them (small shards, one per window, so
+    # windows are read all the time): the run stops with one error line naming a shard; the newest checkpoint loads.
+    rm -rf "$work/lost_data"
+    "$bin" --log_level warn create-pretraining-data --input_file "$work/sample.txt" --output_dir "$work/lost_data" \
+      --vocab_file "$vocab" --do_lower_case=true --max_seq_length 32 --max_predictions_per_seq 5 --dupe_factor 2 \
+      --random_seed 3 --window_mb 0.005 --max_instances_per_shard 40
+    for how in missing truncated; do
+      w="$work/lost_$how"
+      rm -rf "$w"
+      mkdir -p "$w"
+      cp -r "$work/lost_data" "$w/data"
+      "$bin" "${common[@]}" --input_file="$w/data" --output_dir="$w/run" --train_batch_size=8 --micro_batch_size=8 \
+        --num_train_steps=100000 --save_checkpoints_steps=1 --save_total_limit=2 --shuffle_window_shards=1 \
+        > "$w/log" 2>&1 &
+      pid=$!
+      for _ in $(seq 1 1200); do
+        [ -d "$w/run/checkpoint-2" ] && break
+        sleep 0.05
+      done
+      for f in "$w"/data/*.hdf5; do
+        if [ "$how" = missing ]; then rm "$f"; else truncate -s 2000 "$f"; fi
+      done
+      set +e
+      timeout 300 tail --pid="$pid" -f /dev/null
+      wait "$pid"
+      rc=$?
+      set -e
+      tail -n 3 "$w/log"
+      [ "$rc" -ne 0 ] || { echo "$how: the run did not fail" >&2; exit 1; }
+      [ "$(grep -c '\[error\]' "$w/log")" -eq 1 ] || { echo "$how: not one error line" >&2; exit 1; }
+      grep '\[error\]' "$w/log" | grep -q "$w/data/part-[0-9-]*-training.hdf5" ||
+        { echo "$how: the error does not name the shard" >&2; exit 1; }
+      newest=$(ls -d "$w"/run/checkpoint-* | sort -t- -k2 -n | tail -n 1)
+      "$bin" inspect "$newest" > /dev/null
+      ! ls -d "$w"/run/.tmp-* 2> /dev/null || { echo "$how: a temporary checkpoint was left" >&2; exit 1; }
+      echo "ok: $how shards stop the run; $newest loads"
+    done
+    ;;
+  disk_full)
+    # Issue 18, Must-show 4: a full disk (a file-size limit, which needs no root) while writing shards or a
+    # checkpoint: one error line naming the file; no half shard under its final name, the last checkpoint whole.
+    rm -rf "$work/full_data" "$work/full"
+    expect_one_error "full_data/part-00000-training.hdf5.*File too large" bash -c 'ulimit -f 64; exec "$@"' _ "$bin" create-pretraining-data \
+      --input_file "$work/sample.txt" --output_dir "$work/full_data" --vocab_file "$vocab" --do_lower_case=true \
+      --max_seq_length 32 --max_predictions_per_seq 5 --dupe_factor 8 --random_seed 3
+    ! ls "$work"/full_data/*.hdf5 "$work"/full_data/*.tmp 2> /dev/null || { echo "a shard was left" >&2; exit 1; }
+    run --output_dir="$work/full" --num_train_steps=2 --train_batch_size=8 > /dev/null
+    expect_one_error "checkpoint-4.*model.safetensors.*File too large" bash -c 'ulimit -f 600; exec "$@"' _ \
+      "$bin" "${common[@]}" --output_dir="$work/full" --num_train_steps=4 --train_batch_size=8 --resume
+    "$bin" inspect "$work/full/checkpoint-2" > /dev/null
+    ! ls -d "$work"/full/checkpoint-4 "$work"/full/.tmp-* 2> /dev/null || { echo "a partial checkpoint was left" >&2; exit 1; }
+    echo "ok: checkpoint-2 loads, no checkpoint-4"
+    ;;
+  create_resume)
+    # create-pretraining-data killed (SIGKILL) after some windows, then run again: the complete windows are
+    # skipped, the shards are those of an uninterrupted run, byte for byte, and no temporary file is left.
+    rm -rf "$work/cr_a" "$work/cr_b"
+    cr=(--num_threads 1 --log_level warn create-pretraining-data --input_file "$src/data/gutenberg/sample_small.txt"
+        --vocab_file "$vocab" --do_lower_case=true --max_seq_length 64 --max_predictions_per_seq 10 --dupe_factor 2
+        --random_seed 5 --window_mb 0.05 --max_instances_per_shard 300)
+    "$bin" "${cr[@]}" --output_dir "$work/cr_a"
+    "$bin" "${cr[@]}" --output_dir "$work/cr_b" &
+    pid=$!
+    for _ in $(seq 1 1200); do
+      [ "$(ls "$work"/cr_b/.progress/window-*.json 2> /dev/null | wc -l)" -ge 4 ] && break
+      sleep 0.02
+    done
+    kill -KILL "$pid"
+    wait "$pid" 2> /dev/null || true
+    echo "killed after $(ls "$work"/cr_b/.progress/window-*.json | wc -l) windows"
+    out=$("$bin" --num_threads 1 "${cr[@]:4}" --output_dir "$work/cr_b" 2>&1)
+    grep -o "[0-9]* windows ([0-9]* complete from an earlier run)" <<<"$out"
+    grep -q "windows ([1-9][0-9]* complete from an earlier run)" <<<"$out" || { echo "$out" >&2; exit 1; }
+    n=0
+    for f in "$work"/cr_a/*.hdf5; do
+      cmp "$f" "$work/cr_b/$(basename "$f")"
+      n=$((n + 1))
+    done
+    [ "$(ls "$work"/cr_b/*.hdf5 | wc -l)" -eq "$n" ] || { echo "other shards in the resumed run" >&2; exit 1; }
+    ! ls "$work"/cr_b/*.tmp 2> /dev/null || { echo "a temporary file was left" >&2; exit 1; }
+    echo "ok: $n shards byte-identical to the uninterrupted run"
     ;;
   *)
     echo "unknown case $case_name" >&2

@@ -61,6 +61,10 @@ struct DatasetInfo {
   std::vector<int64_t> shard_samples;      // N of each shard
   PretrainingStats stats;
   double seconds = 0;
+  // create_pretraining_shards (create_shards.h): windows of the input, their size, the shard bound, the windows a
+  // rerun found complete, and the side files (one per input file)
+  int64_t windows = 0, window_bytes = 0, max_instances_per_shard = 0, resumed_windows = 0;
+  std::vector<std::string> side_files;
 };
 
 /// Deals `instances` round-robin over options.num_shards shards (instance i goes to shard i % num_shards, as

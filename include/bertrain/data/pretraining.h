@@ -2,6 +2,7 @@
 // create_pretraining_data.py does (commit eedf571), from documents that are already tokenized into ids.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -182,6 +183,12 @@ std::vector<TrainingInstance> create_instances_from_document(const std::vector<D
 std::vector<TrainingInstance> create_training_instances(std::vector<Document> all_documents,
                                                         const PretrainingOptions& options,
                                                         const PretrainingVocab& vocab, PretrainingStats& stats);
+/// The same with `seed` in place of options.random_seed (create-pretraining-data keys each window of
+/// documents by its own seed).
+std::vector<TrainingInstance> create_training_instances(std::vector<Document> all_documents,
+                                                        const PretrainingOptions& options,
+                                                        const PretrainingVocab& vocab, PretrainingStats& stats,
+                                                        uint64_t seed);
 
 /// Hugging Face's Chinese whole-word-masking reference file (examples/research_projects/mlm_wwm/run_chinese_ref.py):
 /// one JSON list of integers per line, the positions (in the line's BERT tokens with [CLS] at 0) of the non-initial
@@ -195,6 +202,8 @@ struct ChineseRef {
 /// a JSON list of integers, or a list is not strictly increasing.
 ChineseRef read_chinese_ref(const std::string& path);
 ChineseRef parse_chinese_ref(std::string_view text, const std::string& source);
+/// One line of a reference file (line `lineno` of `source`, for errors).
+std::vector<int32_t> parse_chinese_ref_line(std::string_view line, const std::string& source, int64_t lineno);
 
 /// True when `token` is one code point of BasicTokenizer's _is_chinese_char ranges (what run_chinese_ref.py keeps).
 bool is_cjk_character_token(std::string_view token);
@@ -236,6 +245,51 @@ using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 std::vector<Document> read_documents(const std::vector<std::string>& files, const TokenizeFn& tokenize,
                                      PretrainingStats& stats, const ProgressFn& progress = {},
                                      const ChineseRefOptions* chinese_ref = nullptr);
+
+/// True when an input line (without its "\n", `bytes` long) is blank for read_documents, i.e. a document
+/// boundary: at most kMaxLineBytes, valid UTF-8 and nothing but Python str.isspace() whitespace. These are also
+/// the lines that Hugging Face's run_chinese_ref.py leaves out of its reference file.
+bool is_blank_input_line(std::string_view line, int64_t bytes);
+
+/// Turns a line and the line of a side file that goes with it (e.g. a Chinese whole-word reference line) into
+/// token ids; `side_path` and `side_line_no` (1-based) are for error messages. Also called with an empty `line`
+/// for a blank input line whose side line is not empty, to validate it (the result is dropped). Must be
+/// thread-safe; may throw bertrain::Error.
+using SideTokenizeFn = std::function<std::vector<int32_t>(std::string_view line, std::string_view side_line,
+                                                          const std::string& side_path, int64_t side_line_no)>;
+
+/// One input line as read: its text without "\n" (empty when the line is longer than kMaxLineBytes: readers
+/// need not keep it), the side file's line for it (empty without a side file, or without a side line for it),
+/// that side line's 1-based number (0: none), the input line's length in bytes.
+struct InputLine {
+  std::string_view text;
+  std::string_view side;
+  int64_t bytes = 0;
+  int64_t side_line = 0;
+};
+
+/// How a side file's lines go with its input file's: one per input line, or one per non-blank input line
+/// (is_blank_input_line; run_chinese_ref.py's reference files). A side file with as many lines as its input
+/// file's non-blank lines is read the second way, one with as many as all its lines the first way.
+enum class SidePairing : uint8_t { every_line, non_blank_lines };
+
+/// The documents of consecutive lines of one input file, by read_documents' rules (bad lines skipped, counted
+/// and reported once per call with `path` and their line number, first_line + index + 1). A text line is
+/// stripped and tokenized with `side_tokenize(line, side, side_path, side_line)` when given, else
+/// `tokenize(line)`, in parallel (OpenMP) over blocks of lines; `report(bytes)` is called as blocks finish.
+/// Counts lines, documents, sentences and tokens into `stats` (not files or bytes). The lines start a new
+/// document. Rethrows the first error of `tokenize` / `side_tokenize` in line order.
+std::vector<Document> documents_from_lines(const std::string& path, int64_t first_line,
+                                           const std::vector<InputLine>& lines, const TokenizeFn& tokenize,
+                                           const SideTokenizeFn& side_tokenize, PretrainingStats& stats,
+                                           const std::function<void(int64_t bytes)>& report = {},
+                                           const std::string& side_path = {});
+
+/// The side tokenizer of a Chinese whole-word segmentation (--chinese_ref_file): `tokenize(line)`, then the
+/// side line parsed as one line of a reference file (parse_chinese_ref) and marked with mark_chinese_ref_words
+/// (errors name the reference file and line). Adds the marked characters to `*marks` when given.
+SideTokenizeFn chinese_ref_side_tokenize(TokenizeFn tokenize, const PretrainingVocab& vocab,
+                                         std::atomic<int64_t>* marks = nullptr);
 
 /// Expands comma-separated glob(3) patterns, sorted within each pattern; throws bertrain::Error when a
 /// pattern matches nothing.
