@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# large_corpus_measure.sh STEP SIZE [BIN]: issue 18's measurements on a synthetic corpus made by
+# scripts/make_large_corpus.py SIZE $WORK/corpus_SIZE (SIZE: 250M, 1G, 2G). Every command runs under nice -n 19
+# through scripts/peak_rss.py, which writes $WORK/results/STEP_SIZE.json (peak RSS, wall time, load averages).
+#   create    create-pretraining-data, dupe_factor 1, T=128, P=20, uncased, shards of at most 2048 instances
+#   pretrain  bert-mini, T=128, batch 32, 260 steps on those shards, windows of one shard (2048 samples = 64 steps:
+#             four window (shard) boundaries); metrics.jsonl has each step's data wait
+# BIN defaults to build/bertrain; WORK to /work/runs/large. Another binary's runs get another STEP name via TAG
+# (e.g. TAG=old BIN=/path/to/old/bertrain: create_old_SIZE; the old create-pretraining-data takes no
+# --max_instances_per_shard, so it writes --num_shards 8).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step=$1 size=$2 bin=${3:-build/bertrain}
+W=${WORK:-/work/runs/large}
+tag=${TAG:+_$TAG}
+vocab=data/vocab/bert-base-uncased-vocab.txt
+mkdir -p "$W/results"
+measure() {  # NAME COMMAND...
+  local name=$1
+  shift
+  /usr/bin/python3 scripts/peak_rss.py --json "$W/results/$name.json" -- nice -n 19 "$@"
+}
+case "$step" in
+  create)
+    rm -rf "$W/shards${tag}_$size"
+    if [ -n "$tag" ]; then shard_flag=(--num_shards 8); else shard_flag=(--max_instances_per_shard 2048); fi
+    measure "create${tag}_$size" "$bin" create-pretraining-data --input_file "$W/corpus_$size/*.txt" \
+      --output_dir "$W/shards${tag}_$size" --vocab_file "$vocab" --do_lower_case=true --max_seq_length 128 \
+      --max_predictions_per_seq 20 --dupe_factor 1 --random_seed 12345 "${shard_flag[@]}" 2> "$W/results/create${tag}_$size.log"
+    tail -n 1 "$W/results/create${tag}_$size.log"
+    ;;
+  pretrain)
+    rm -rf "$W/pretrain${tag}_$size"
+    steps=${STEPS:-260}
+    extra=()
+    [ -n "$tag" ] || extra=(--shuffle_window_shards=1)
+    measure "pretrain${tag}_$size" "$bin" pretrain --no_progress --bert_config_file=configs/model/bert-mini.json \
+      --vocab_file="$vocab" --input_file="$W/shards_$size" --output_dir="$W/pretrain${tag}_$size" \
+      --max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=32 --micro_batch_size=32 \
+      --num_train_steps="$steps" --learning_rate=1e-3 --num_warmup_steps=20 --optimizer.name=lamb \
+      --save_checkpoints_steps=100000 --seed=1 "${extra[@]}" 2> "$W/results/pretrain${tag}_$size.log"
+    # Data wait: per step, and the mean over steps 2.. (the first step waits for the first window).
+    /usr/bin/python3 - "$W/pretrain${tag}_$size/metrics.jsonl" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' not in l]
+if "data_wait_fraction" not in rows[0]:
+    sys.exit(0)
+w = [r["data_wait_fraction"] for r in rows[1:]]
+sec = [r["data_wait_seconds"] for r in rows[1:]]
+step = [32 / r["sequences_per_second"] for r in rows[1:]]
+print(f"steps {len(rows)}: first step waited {rows[0]['data_wait_seconds']:.2f} s; steps 2-{len(rows)}: data wait "
+      f"{100 * sum(sec) / sum(step):.3f}% of step time in all, max {100 * max(w):.2f}% of a step; mean step "
+      f"{statistics.mean(step):.2f} s")
+PY
+    ;;
+  *)
+    echo "usage: $0 create|pretrain SIZE [BIN]" >&2
+    exit 2
+    ;;
+esac
