@@ -199,3 +199,23 @@ TEST(PretrainResume, FromAStepBoundaryAcrossShardWindowAndEpochBoundaries) {
   expect_same_files(ra.output_dir + "/checkpoint-12/optimizer.safetensors",
                     rc.output_dir + "/checkpoint-12/optimizer.safetensors");
 }
+
+TEST(PretrainResume, CursorOfABertrainBeforeTheStreamingLoaderIsConverted) {
+  // Checkpoints written before the streaming loader saved {"epoch", "position" (one rank's micro-batches), "rng"}:
+  // step 5 of 6 in epoch 0 with 5 micro-batches per step was position 25. The resumed run continues after 5 global
+  // batches, so here (the same loader on both sides of the checkpoint) exactly as the straight run.
+  const Fixture& f = fixture();
+  const PretrainRecipe ra = f.recipe("straight3"), rl = f.recipe("legacy3");
+  ASSERT_EQ(train(ra, false).rc, 0);
+  fs::create_directories(rl.output_dir);
+  fs::copy(ra.output_dir + "/checkpoint-5", rl.output_dir + "/checkpoint-5", fs::copy_options::recursive);
+  fs::copy_file(ra.output_dir + "/metrics.jsonl", rl.output_dir + "/metrics.jsonl");
+  const std::string state_path = rl.output_dir + "/checkpoint-5/trainer_state.json";
+  nlohmann::json st = nlohmann::json::parse(test::read_file(state_path));
+  ASSERT_EQ(st["data_cursor"]["sample"], 75);
+  st["data_cursor"] = {{"epoch", 0}, {"position", 25}, {"rng", st["data_cursor"]["rng"]}};
+  test::write_file(state_path, st.dump(2));
+  ASSERT_EQ(train(rl, true).rc, 0);
+  expect_same_records(step_records(ra.output_dir), step_records(rl.output_dir));
+  expect_same_files(ra.output_dir + "/checkpoint-12/model.safetensors", rl.output_dir + "/checkpoint-12/model.safetensors");
+}
