@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # large_corpus_measure.sh STEP SIZE [BIN]: issue 18's measurements on a synthetic corpus made by
-# scripts/make_large_corpus.py SIZE $WORK/corpus_SIZE (SIZE: 250M, 1G, 2G). Every command runs under nice -n 19
-# through scripts/peak_rss.py, which writes $WORK/results/STEP_SIZE.json (peak RSS, wall time, load averages).
+# scripts/make_large_corpus.py SIZE $WORK/corpus_SIZE (SIZE: 250M, 1G, 2G). Every command runs under nice -n $NICE
+# (default 19) through scripts/peak_rss.py, which writes $WORK/results/STEP_SIZE.json (peak RSS, wall time, load
+# averages).
 #   create    create-pretraining-data, dupe_factor 1, T=128, P=20, uncased, shards of at most 2048 instances
-#   pretrain  bert-mini, T=128, batch 32, 260 steps on those shards, windows of one shard (2048 samples = 64 steps:
+#   pretrain  bert-mini, T=128, batch 32, $STEPS (default 260) steps on those shards, windows of one shard (2048 samples = 64 steps:
 #             four window (shard) boundaries); metrics.jsonl has each step's data wait
-# BIN defaults to build/bertrain; WORK to /work/runs/large. Another binary's runs get another STEP name via TAG
+# BIN defaults to build/bertrain; WORK to /work/runs/large; THREADS sets --num_threads. Another binary's runs get another STEP name via TAG
 # (e.g. TAG=old BIN=/path/to/old/bertrain: create_old_SIZE; the old create-pretraining-data takes no
 # --max_instances_per_shard, so it writes --num_shards 8).
 set -euo pipefail
@@ -18,7 +19,7 @@ mkdir -p "$W/results"
 measure() {  # NAME COMMAND...
   local name=$1
   shift
-  /usr/bin/python3 scripts/peak_rss.py --json "$W/results/$name.json" -- nice -n 19 "$@"
+  /usr/bin/python3 scripts/peak_rss.py --json "$W/results/$name.json" -- nice -n "${NICE:-19}" "$@"
 }
 case "$step" in
   create)
@@ -26,7 +27,7 @@ case "$step" in
     if [ -n "$tag" ]; then shard_flag=(--num_shards 8); else shard_flag=(--max_instances_per_shard 2048); fi
     measure "create${tag}_$size" "$bin" create-pretraining-data --input_file "$W/corpus_$size/*.txt" \
       --output_dir "$W/shards${tag}_$size" --vocab_file "$vocab" --do_lower_case=true --max_seq_length 128 \
-      --max_predictions_per_seq 20 --dupe_factor 1 --random_seed 12345 "${shard_flag[@]}" 2> "$W/results/create${tag}_$size.log"
+      --max_predictions_per_seq 20 --dupe_factor 1 --random_seed 12345 "${shard_flag[@]}" > "$W/results/create${tag}_$size.log" 2>&1
     tail -n 1 "$W/results/create${tag}_$size.log"
     ;;
   pretrain)
@@ -34,11 +35,11 @@ case "$step" in
     steps=${STEPS:-260}
     extra=()
     [ -n "$tag" ] || extra=(--shuffle_window_shards=1)
-    measure "pretrain${tag}_$size" "$bin" pretrain --no_progress --bert_config_file=configs/model/bert-mini.json \
+    measure "pretrain${tag}_$size" "$bin" ${THREADS:+--num_threads "$THREADS"} pretrain --no_progress --bert_config_file=configs/model/bert-mini.json \
       --vocab_file="$vocab" --input_file="$W/shards_$size" --output_dir="$W/pretrain${tag}_$size" \
       --max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=32 --micro_batch_size=32 \
       --num_train_steps="$steps" --learning_rate=1e-3 --num_warmup_steps=20 --optimizer.name=lamb \
-      --save_checkpoints_steps=100000 --seed=1 "${extra[@]}" 2> "$W/results/pretrain${tag}_$size.log"
+      --save_checkpoints_steps=100000 --seed=1 "${extra[@]}" > "$W/results/pretrain${tag}_$size.log" 2>&1
     # Data wait: per step, and the mean over steps 2.. (the first step waits for the first window).
     /usr/bin/python3 - "$W/pretrain${tag}_$size/metrics.jsonl" <<'PY'
 import json, statistics, sys

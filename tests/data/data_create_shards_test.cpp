@@ -110,7 +110,9 @@ TEST(CreateShards, WindowsHoldWholeDocumentsAndReadBackTheWholeFileDocuments) {
   for (const InputWindow& w : plan.windows) {
     EXPECT_EQ(w.index, &w - plan.windows.data());
     cuts += w.cut_document;
-    if (!w.cut_document) EXPECT_LE(w.end - w.begin, 2 * 4000 + 400);  // a window ends at the first blank line
+    if (!w.cut_document) {
+      EXPECT_LE(w.end - w.begin, 2 * 4000 + 400);  // a window ends at the first blank line
+    }
     for (Document& d : read_window_documents(plan, w, c.tokenizer(), st)) windowed.push_back(std::move(d));
   }
   // The 400-line document is cut (once per 8000 bytes): the pieces are documents of their own, the rest is equal.
