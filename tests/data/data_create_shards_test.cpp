@@ -38,7 +38,11 @@ struct Corpus {
         const int sentences = f == 1 && d == 30 ? 400 : 1 + static_cast<int>(rng.randint(12));
         for (int s = 0; s < sentences; ++s) {
           const int words = 3 + static_cast<int>(rng.randint(18));
-          for (int k = 0; k < words; ++k) text += (k ? " " : "") + std::string("w") + std::to_string(rng.randint(400));
+          for (int k = 0; k < words; ++k) {
+            if (k) text += ' ';
+            text += 'w';
+            text += std::to_string(rng.randint(400));
+          }
           text += "\n";
         }
         text += d % 7 == 3 ? " \t\n" : "\n";
