@@ -42,7 +42,7 @@ case "$step" in
     measure "pretrain${tag}_$size" "$bin" ${THREADS:+--num_threads "$THREADS"} pretrain --no_progress --bert_config_file=configs/model/bert-mini.json \
       --vocab_file="$vocab" --input_file="$W/shards_$size" --output_dir="$W/pretrain${tag}_$size" \
       --max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=32 --micro_batch_size=32 \
-      --num_train_steps="$steps" --learning_rate=1e-3 --num_warmup_steps=20 --optimizer.name=lamb \
+      --num_train_steps="$steps" --learning_rate=1e-3 --num_warmup_steps=$(( steps < 20 ? steps : 20 )) --optimizer.name=lamb \
       --save_checkpoints_steps=100000 --seed=1 "${extra[@]}" > "$W/results/pretrain${tag}_$size.log" 2>&1
     # Data wait: per step, and the mean over steps 2.. (the first step waits for the first window).
     /usr/bin/python3 - "$W/pretrain${tag}_$size/metrics.jsonl" <<'PY'
