@@ -40,14 +40,14 @@ expect_fail() {  # $1 = pattern the error must contain; rest = command
   fi
   echo "ok: $(grep -- "$pat" <<<"$out" | head -1)"
 }
-expect_one_error() {  # $1 = pattern the one error line must contain; rest = command that must fail
+expect_one_error() {  # $1 = pattern the one error line must contain; rest = command that must fail with exit code 1
   local pat=$1
   shift
   set +e
   out=$("$@" 2>&1)
   rc=$?
   set -e
-  if [ "$rc" -eq 0 ] || [ "$(grep -c '\[error\]' <<<"$out")" -ne 1 ] || ! grep '\[error\]' <<<"$out" | grep -q -- "$pat"; then
+  if [ "$rc" -ne 1 ] || [ "$(grep -c '\[error\]' <<<"$out")" -ne 1 ] || ! grep '\[error\]' <<<"$out" | grep -q -- "$pat"; then
     echo "expected one error line with '$pat', got rc=$rc:" >&2
     echo "$out" >&2
     exit 1
@@ -232,7 +232,7 @@ PY
       rc=$?
       set -e
       tail -n 3 "$w/log"
-      [ "$rc" -ne 0 ] || { echo "$how: the run did not fail" >&2; exit 1; }
+      [ "$rc" -eq 1 ] || { echo "$how: the run did not fail with exit code 1 (rc=$rc)" >&2; exit 1; }
       [ "$(grep -c '\[error\]' "$w/log")" -eq 1 ] || { echo "$how: not one error line" >&2; exit 1; }
       grep '\[error\]' "$w/log" | grep -q "$w/data/part-[0-9-]*-training.hdf5" ||
         { echo "$how: the error does not name the shard" >&2; exit 1; }
