@@ -19,6 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// libhdf5 closes every object still open in an atexit handler. A file whose write failed (a full disk, a
+// file-size limit) cannot be closed cleanly: its close flushes again, fails and leaves the file object half torn
+// down, and closing it once more at exit crashed inside libhdf5 (H5F__close_cb) after the one error line had been
+// printed. bertrain closes its files itself, so the handler is turned off at load time, before libhdf5 starts
+// (H5dont_atexit must precede every other HDF5 call).
+[[maybe_unused]] const herr_t kNoHdf5Atexit = H5dont_atexit();
+
 // The automatic error printing is a per-thread setting in thread-safe builds of libhdf5 (the loader reads on
 // background threads), so every thread turns it off once.
 void silence_hdf5() {
