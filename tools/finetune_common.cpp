@@ -37,6 +37,15 @@ void FinetuneFlags::add_to(CLI::App& app, tasks::FinetuneCommandOptions& o) {
   app.add_flag("--do_predict", o.do_predict);
   app.add_flag("--resume", t.resume, "continue from the newest checkpoint in output_dir");
   app.add_flag("--bf16", o.bf16, "mixed precision: bf16 matmuls with f32 accumulation, f32 master weights");
+  app.add_flag("--pad_to_max_length", o.padding.pad_to_max_length,
+               "pad every batch to max_seq_length (default: to its longest example, rounded up)");
+  app.add_option("--pad_to_multiple_of", o.padding.pad_to_multiple_of,
+                 "dynamic padding rounds each batch's length up to this multiple")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--group_by_length", t.group_by_length,
+               "training batches of similar length: shuffle, then sort by length within mega-batches of 50 "
+               "batches (Hugging Face's group_by_length)");
 }
 
 void FinetuneFlags::resolve(tasks::FinetuneCommandOptions& o) const {

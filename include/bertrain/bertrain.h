@@ -69,6 +69,7 @@
 #include "bertrain/train/train_step.h"
 // tasks
 #include "bertrain/tasks/features/features.h"
+#include "bertrain/tasks/batching.h"
 #include "bertrain/tasks/finetune_command.h"
 #include "bertrain/tasks/glue/glue.h"
 #include "bertrain/tasks/glue/metrics.h"

@@ -319,7 +319,13 @@ BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, Rng& rng
 BertForQuestionAnswering::Output BertForQuestionAnswering::forward(const BertInputs& in) const {
   Variable logits = qa_outputs_->forward(bert_->forward(in).sequence_output);  // (B, T, 2)
   const int64_t b = logits.size(0), t = logits.size(1);
-  return {reshape(slice(logits, 2, 0, 1), {b, t}), reshape(slice(logits, 2, 1, 2), {b, t})};
+  Output o{reshape(slice(logits, 2, 0, 1), {b, t}), reshape(slice(logits, 2, 1, 2), {b, t})};
+  if (in.attention_mask.defined()) {  // padding is no answer: -10000 added there (exp underflows to exactly 0)
+    const Variable mask(additive_mask(in, logits.dtype()));
+    o.start_logits = add(o.start_logits, mask);
+    o.end_logits = add(o.end_logits, mask);
+  }
+  return o;
 }
 
 Variable BertForQuestionAnswering::loss(const Output& o, const Tensor& sp, const Tensor& ep, double normalizer) const {

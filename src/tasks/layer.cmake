@@ -19,6 +19,7 @@ bertrain_add_layer(tasks
     tasks/ner/run_ner.cpp
     tasks/common/finetune_command.cpp
     tasks/features/features.cpp
+    tasks/common/batching.cpp
   PUBLIC_DEPS
     bertrain::core
     bertrain::io

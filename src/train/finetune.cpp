@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -24,16 +25,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The epoch's order of n training rows: Fisher-Yates from Rng(seed, epoch), as the loader does.
-std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
+}  // namespace
+
+std::vector<int64_t> finetune_epoch_order(uint64_t seed, int64_t epoch, int64_t n, bool group_by_length,
+                                          std::span<const int32_t> lengths, int64_t batch_size) {
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   Rng rng(seed, 0x5eed0000ULL + static_cast<uint64_t>(epoch));
   for (int64_t i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.randint(i + 1)]);
+  if (!group_by_length) return order;
+  BERTRAIN_CHECK(static_cast<int64_t>(lengths.size()) == n, "group_by_length: ", lengths.size(),
+                 " lengths for ", n, " training rows");
+  BERTRAIN_CHECK(batch_size >= 1, "group_by_length: batch size must be >= 1, got ", batch_size);
+  const int64_t mult = std::max<int64_t>(1, std::min<int64_t>(n / (batch_size * 4), 50));
+  const int64_t mega = mult * batch_size;
+  auto longer = [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; };
+  int64_t max_start = 0;  // the mega-batch whose first (longest) row is the longest; the first on ties (argmax)
+  for (int64_t s = 0; s < n; s += mega) {
+    std::stable_sort(order.begin() + s, order.begin() + std::min(n, s + mega), longer);
+    if (lengths[order[s]] > lengths[order[max_start]]) max_start = s;
+  }
+  std::swap(order[0], order[max_start]);
   return order;
 }
-
-}  // namespace
 
 FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const FinetuneOptions& o, const FinetuneTask& task) {
   BERTRAIN_CHECK(!o.output_dir.empty(), "finetuning: --output_dir is required");
@@ -135,7 +149,8 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t epoch = state.global_step / steps_per_epoch, pos = state.global_step % steps_per_epoch;
     if (epoch != order_epoch) {
-      order = epoch_order(o.seed, epoch, task.num_train_examples);
+      order = finetune_epoch_order(o.seed, epoch, task.num_train_examples, o.group_by_length, task.lengths,
+                                   o.train_batch_size);
       order_epoch = epoch;
     }
     const int64_t first = pos * o.train_batch_size + rank * rank_rows;  // this rank's rows of the batch

@@ -166,7 +166,11 @@ class BertForTokenClassification : public Module {
   std::shared_ptr<Linear> classifier_;
 };
 
-/// Hugging Face's BertForQuestionAnswering: qa_outputs (H -> 2) gives start and end logits (B, T) each.
+/// Hugging Face's BertForQuestionAnswering: qa_outputs (H -> 2) gives start and end logits (B, T) each, with
+/// (1 - attention_mask) * -10000 added (google-research/bert's attention-mask constant), so padding positions take
+/// no part in the loss (their softmax probability is exactly 0 in f32 and f64) and are never answers: the loss and
+/// the gradients do not depend on how far a batch is padded (dynamic padding, the unpadded encoder). A deliberate
+/// difference from run_squad.py and transformers, whose losses count the padding positions too.
 class BertForQuestionAnswering : public Module {
  public:
   BertForQuestionAnswering(const BertConfig& c, Rng& rng, DType dtype = DType::f32);

@@ -12,6 +12,7 @@
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/models/bert_config.h"
 #include "bertrain/nn/module.h"
+#include "bertrain/tasks/batching.h"
 #include "bertrain/train/finetune.h"
 
 namespace bertrain::text {
@@ -37,6 +38,9 @@ struct FinetuneCommandOptions {
   /// Mixed precision for training, evaluation and prediction: bf16 matmuls with f32 accumulation and f32
   /// master weights (MatmulPrecision::bf16).
   bool bf16 = false;
+  /// Batch padding in training, evaluation and prediction (--pad_to_max_length, --pad_to_multiple_of):
+  /// by default each batch is padded to its longest example rounded up to a multiple of 8.
+  PaddingOptions padding;
   /// The finetuning loop's options (train/finetune.h), with the flags' names: output_dir, train_batch_size,
   /// learning_rate, num_train_epochs, warmup_proportion, max_steps, seed, save_checkpoints_steps, optimizer,
   /// resume. output_dir also receives the evaluation and prediction files.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct FinetuneOptions {
   /// except LayerNorm and biases, clipping by global norm 1.0.
   OptimizerRecipe optimizer = OptimizerRecipe::google_bert_finetuning();
   bool resume = false;
+  /// Hugging Face's TrainingArguments.group_by_length (LengthGroupedSampler): each epoch's shuffled order is cut
+  /// into mega-batches of 50 batches (fewer for small sets) and each mega-batch sorted by length, longest first,
+  /// so batches stay random but hold examples of similar length (less padding). Needs FinetuneTask::lengths.
+  /// The order is a function of (seed, epoch, lengths), so runs are reproducible and resume exactly.
+  bool group_by_length = false;
   bool progress = true;
   /// The job's ranks (bertrain/train/communicator.h); null: world(). With R > 1 ranks each computes the loss of
   /// its B/R rows of every batch (normalised by B), gradients are summed over ranks, and rank 0 alone evaluates
@@ -61,6 +67,8 @@ struct FinetuneOptions {
 struct FinetuneTask {
   int64_t num_train_examples = 0;  ///< training rows (for SQuAD: windows of doc_stride, not questions)
   std::string example_noun = "examples";  ///< what a row is called in the log ("windows" for SQuAD)
+  /// Real tokens of each training row (num_train_examples entries); needed by group_by_length, else may be empty.
+  std::vector<int32_t> lengths;
   /// Loss of the rows `rows` (indices into the training set) as a scalar to backpropagate, normalised by the
   /// whole batch; first_sample keys dropout (global sample index of the first row).
   std::function<Variable(const std::vector<int64_t>& rows, int64_t first_sample)> loss;
@@ -80,6 +88,15 @@ struct FinetuneResult {
   int64_t best_step = -1;
   int exit_code = 0;  ///< 128 + signal when interrupted (a checkpoint was saved)
 };
+
+/// The rows of one epoch: Fisher-Yates over 0..n-1 from Rng(seed, 0x5eed0000 + epoch) (as the pretraining
+/// loader), or, with group_by_length, that permutation grouped by length as transformers'
+/// get_length_grouped_indices (trainer_pt_utils.py): mega-batches of mega_batch_mult * batch_size consecutive
+/// rows, mega_batch_mult = min(n / (4 * batch_size), 50) (at least 1), each sorted by lengths, longest first
+/// (stable), and the longest row of all swapped into position 0 (the first batch is the largest, so memory
+/// runs out at once if it will). Throws bertrain::Error when group_by_length and lengths.size() != n.
+std::vector<int64_t> finetune_epoch_order(uint64_t seed, int64_t epoch, int64_t n, bool group_by_length,
+                                          std::span<const int32_t> lengths, int64_t batch_size);
 
 /// Trains `model` (already initialised or loaded) on the task. Writes OUTPUT_DIR/checkpoint-N/ (config.json,
 /// model.safetensors, optimizer.safetensors, trainer_state.json), OUTPUT_DIR/best/ (the best model by

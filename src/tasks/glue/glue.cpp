@@ -639,14 +639,19 @@ std::vector<ClassifierFeatures> convert_examples_to_features(std::span<const Inp
 }
 
 ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> features, std::span<const int64_t> indices,
-                                      bool is_regression) {
+                                      bool is_regression, const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(!indices.empty(), "make_classifier_batch: empty batch");
   for (int64_t i : indices)
     BERTRAIN_CHECK(i >= 0 && i < static_cast<int64_t>(features.size()), "make_classifier_batch: index ", i,
                    " outside [0, ", features.size(), ")");
   const auto B = static_cast<int64_t>(indices.size());
-  const auto T = static_cast<int64_t>(features[indices[0]].input_ids.size());
-  BERTRAIN_CHECK(T > 0, "make_classifier_batch: features of length 0");
+  const auto max_len = static_cast<int64_t>(features[indices[0]].input_ids.size());
+  BERTRAIN_CHECK(max_len > 0, "make_classifier_batch: features of length 0");
+  // The longest example by its mask (the last real token), so hand-made features without num_tokens pad right.
+  int64_t longest = 1;
+  for (int64_t i : indices) longest = std::max<int64_t>(longest, tasks::real_length(features[i].input_mask));
+  longest = std::min(longest, max_len);
+  const int64_t T = tasks::batch_seq_length(longest, max_len, padding);
   ClassifierBatch b;
   b.input_ids = Tensor::empty({B, T}, DType::i32);
   b.input_mask = Tensor::empty({B, T}, DType::i32);
@@ -657,13 +662,14 @@ ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> featur
   int32_t* seg = b.segment_ids.data<int32_t>();
   for (int64_t r = 0; r < B; ++r) {
     const ClassifierFeatures& f = features[indices[r]];
-    BERTRAIN_CHECK(static_cast<int64_t>(f.input_ids.size()) == T && static_cast<int64_t>(f.input_mask.size()) == T &&
-                       static_cast<int64_t>(f.segment_ids.size()) == T,
-                   "make_classifier_batch: feature ", indices[r], " has length ", f.input_ids.size(), ", expected ", T,
-                   " (all features must share one max_seq_length)");
-    std::copy(f.input_ids.begin(), f.input_ids.end(), ids + r * T);
-    std::copy(f.input_mask.begin(), f.input_mask.end(), mask + r * T);
-    std::copy(f.segment_ids.begin(), f.segment_ids.end(), seg + r * T);
+    BERTRAIN_CHECK(static_cast<int64_t>(f.input_ids.size()) == max_len &&
+                       static_cast<int64_t>(f.input_mask.size()) == max_len &&
+                       static_cast<int64_t>(f.segment_ids.size()) == max_len,
+                   "make_classifier_batch: feature ", indices[r], " has length ", f.input_ids.size(), ", expected ",
+                   max_len, " (all features must share one max_seq_length)");
+    std::copy(f.input_ids.begin(), f.input_ids.begin() + T, ids + r * T);
+    std::copy(f.input_mask.begin(), f.input_mask.begin() + T, mask + r * T);
+    std::copy(f.segment_ids.begin(), f.segment_ids.begin() + T, seg + r * T);
     if (is_regression)
       b.labels.data<float>()[r] = f.label_value;
     else
@@ -673,12 +679,12 @@ ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> featur
 }
 
 ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> features, int64_t begin, int64_t end,
-                                      bool is_regression) {
+                                      bool is_regression, const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(begin >= 0 && begin < end && end <= static_cast<int64_t>(features.size()),
                  "make_classifier_batch: range [", begin, ", ", end, ") not inside [0, ", features.size(), ")");
   std::vector<int64_t> idx;
   for (int64_t i = begin; i < end; ++i) idx.push_back(i);
-  return make_classifier_batch(features, idx, is_regression);
+  return make_classifier_batch(features, idx, is_regression, padding);
 }
 
 }  // namespace bertrain::glue

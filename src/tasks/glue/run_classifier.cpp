@@ -32,8 +32,18 @@ class EvalMode {
   bool was_training_;
 };
 
+// Real tokens of each feature (by its mask, so hand-made features without num_tokens sort right).
+std::vector<int32_t> feature_lengths(std::span<const ClassifierFeatures> feats) {
+  std::vector<int32_t> len(feats.size());
+  for (size_t i = 0; i < feats.size(); ++i) len[i] = tasks::real_length(feats[i].input_mask);
+  return len;
+}
+
+// Batches of similar length (tasks::length_sorted_order), each padded to its longest; every output is written
+// at its example's place, so the results are in input order.
 Evaluation run_model(BertForSequenceClassification& model, const GlueProcessor& proc,
-                     std::span<const ClassifierFeatures> feats, int64_t batch, bool with_metrics) {
+                     std::span<const ClassifierFeatures> feats, int64_t batch, bool with_metrics,
+                     const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(!feats.empty(), proc.task_name(), ": no examples to ", with_metrics ? "evaluate" : "predict");
   BERTRAIN_CHECK(batch >= 1, proc.task_name(), ": batch size must be >= 1, got ", batch);
   if (with_metrics)
@@ -44,20 +54,27 @@ Evaluation run_model(BertForSequenceClassification& model, const GlueProcessor& 
   Evaluation out;
   const bool reg = proc.is_regression();
   const int c = proc.num_labels();
-  std::vector<int32_t> label_ids;
-  std::vector<double> pred_vals, label_vals;
-  double loss_sum = 0;
-  for (int64_t b = 0; b < static_cast<int64_t>(feats.size()); b += batch) {
-    const int64_t e = std::min<int64_t>(b + batch, feats.size());
-    ClassifierBatch cb = make_classifier_batch(feats, b, e, reg);
+  const int64_t n = static_cast<int64_t>(feats.size());
+  const std::vector<int64_t> order = tasks::length_sorted_order(feature_lengths(feats));
+  const int64_t cols = reg ? 1 : c;
+  out.probabilities.assign(static_cast<size_t>(n * cols), 0.f);
+  if (!reg) out.predicted_ids.assign(static_cast<size_t>(n), 0);
+  std::vector<double> loss_of(static_cast<size_t>(n), 0.0), pred_vals(reg ? static_cast<size_t>(n) : 0);
+  for (int64_t b = 0; b < n; b += batch) {
+    const int64_t e = std::min<int64_t>(b + batch, n);
+    const std::span<const int64_t> rows(order.data() + b, static_cast<size_t>(e - b));
+    ClassifierBatch cb = make_classifier_batch(feats, rows, reg, padding);
     Variable logits = model.forward(BertInputs{cb.input_ids, cb.segment_ids, cb.input_mask, 0, 0});
     const Tensor& lv = logits.value();
-    if (with_metrics) loss_sum += model.loss(logits, cb.labels, 1.0).item();
     for (int64_t i = 0; i < e - b; ++i) {
+      const size_t at = static_cast<size_t>(rows[static_cast<size_t>(i)]);
       if (reg) {
-        out.probabilities.push_back(static_cast<float>(lv.get(i)));
-        pred_vals.push_back(lv.get(i));
-        if (with_metrics) label_vals.push_back(cb.labels.get(i));
+        out.probabilities[at] = static_cast<float>(lv.get(i));
+        pred_vals[at] = lv.get(i);
+        if (with_metrics) {
+          const double d = lv.get(i) - cb.labels.get(i);
+          loss_of[at] = d * d;
+        }
         continue;
       }
       double mx = -INFINITY;
@@ -69,15 +86,27 @@ Evaluation run_model(BertForSequenceClassification& model, const GlueProcessor& 
         }
       double s = 0;
       for (int j = 0; j < c; ++j) s += std::exp(lv.get(i * c + j) - mx);
-      for (int j = 0; j < c; ++j) out.probabilities.push_back(static_cast<float>(std::exp(lv.get(i * c + j) - mx) / s));
-      out.predicted_ids.push_back(best);
-      if (with_metrics) label_ids.push_back(static_cast<int32_t>(cb.labels.get(i)));
+      for (int j = 0; j < c; ++j)
+        out.probabilities[at * c + j] = static_cast<float>(std::exp(lv.get(i * c + j) - mx) / s);
+      out.predicted_ids[at] = best;
+      // Cross-entropy of the example, in f64 from the logits (the mean over the set is then independent of how
+      // the examples were batched).
+      if (with_metrics) loss_of[at] = mx + std::log(s) - lv.get(i * c + static_cast<int64_t>(cb.labels.get(i)));
     }
   }
   if (with_metrics) {
-    out.loss = loss_sum / static_cast<double>(feats.size());
-    out.metrics = reg ? compute_glue_regression_metrics(proc.task_name(), pred_vals, label_vals)
-                      : compute_glue_metrics(proc.task_name(), out.predicted_ids, label_ids, c);
+    double loss_sum = 0;
+    for (double l : loss_of) loss_sum += l;
+    out.loss = loss_sum / static_cast<double>(n);
+    if (reg) {
+      std::vector<double> label_vals;
+      for (const ClassifierFeatures& f : feats) label_vals.push_back(f.label_value);
+      out.metrics = compute_glue_regression_metrics(proc.task_name(), pred_vals, label_vals);
+    } else {
+      std::vector<int32_t> label_ids;
+      for (const ClassifierFeatures& f : feats) label_ids.push_back(f.label_id);
+      out.metrics = compute_glue_metrics(proc.task_name(), out.predicted_ids, label_ids, c);
+    }
   }
   return out;
 }
@@ -102,13 +131,15 @@ std::string metrics_text(const std::map<std::string, double>& m) {
 }  // namespace
 
 Evaluation evaluate(BertForSequenceClassification& model, const GlueProcessor& processor,
-                    std::span<const ClassifierFeatures> features, int64_t batch_size) {
-  return run_model(model, processor, features, batch_size, true);
+                    std::span<const ClassifierFeatures> features, int64_t batch_size,
+                    const tasks::PaddingOptions& padding) {
+  return run_model(model, processor, features, batch_size, true, padding);
 }
 
 Evaluation predict(BertForSequenceClassification& model, const GlueProcessor& processor,
-                   std::span<const ClassifierFeatures> features, int64_t batch_size) {
-  return run_model(model, processor, features, batch_size, false);
+                   std::span<const ClassifierFeatures> features, int64_t batch_size,
+                   const tasks::PaddingOptions& padding) {
+  return run_model(model, processor, features, batch_size, false, padding);
 }
 
 void write_test_predictions(const std::string& output_dir, const GlueProcessor& proc, const ExampleSet& set,
@@ -165,7 +196,7 @@ struct DevSets {
     std::map<std::string, double> all;
     double loss0 = 0;
     for (size_t i = 0; i < sets.size(); ++i) {
-      const Evaluation e = glue::evaluate(model, proc, features[i], o.eval_batch_size);
+      const Evaluation e = glue::evaluate(model, proc, features[i], o.eval_batch_size, o.padding);
       const std::string suffix = i == 0 ? "" : "_mm";
       for (const auto& [k, v] : e.metrics) all[k + suffix] = v;
       if (i == 0) loss0 = e.loss;
@@ -223,8 +254,9 @@ RunClassifierResult run_classifier(const RunClassifierOptions& o) {
                  dev.features.empty() ? 0 : dev.features[0].size());
     FinetuneTask t;
     t.num_train_examples = static_cast<int64_t>(feats.size());
+    t.lengths = feature_lengths(feats);
     t.loss = [&](const std::vector<int64_t>& rows_, int64_t first) {
-      ClassifierBatch cb = make_classifier_batch(feats, rows_, proc->is_regression());
+      ClassifierBatch cb = make_classifier_batch(feats, rows_, proc->is_regression(), o.padding);
       Variable logits = model.forward(BertInputs{cb.input_ids, cb.segment_ids, cb.input_mask, first, o.finetune.seed});
       return model.loss(logits, cb.labels);
     };
@@ -248,7 +280,8 @@ RunClassifierResult run_classifier(const RunClassifierOptions& o) {
     const ExampleSet s = proc->get_test_set(o.data_dir, i);
     const auto feats = convert_examples_to_features(s.examples, *proc, o.max_seq_length, tok);
     const std::string results = i == 0 ? "test_results.tsv" : "test_results_" + s.name + ".tsv";
-    write_test_predictions(o.finetune.output_dir, *proc, s, predict(model, *proc, feats, o.predict_batch_size), results);
+    write_test_predictions(o.finetune.output_dir, *proc, s, predict(model, *proc, feats, o.predict_batch_size, o.padding),
+                           results);
     spdlog::info("predictions for {} ({} examples) -> {}, {}", s.name, s.examples.size(), results, s.submission_file);
   }
   return result;

@@ -18,23 +18,30 @@ namespace bertrain::squad {
 namespace fs = std::filesystem;
 
 RawResults compute_logits(BertForQuestionAnswering& model, const std::vector<SquadFeature>& features,
-                          int64_t batch_size) {
+                          int64_t batch_size, const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(batch_size >= 1, "SQuAD prediction: batch size must be >= 1, got ", batch_size);
   NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();  // no dropout; the finetuning loop's mode comes back below
   RawResults r;
+  r.start_logits.resize(features.size());
+  r.end_logits.resize(features.size());
+  std::vector<int32_t> lengths(features.size());
+  for (size_t i = 0; i < features.size(); ++i) lengths[i] = tasks::real_length(features[i].input_mask);
+  const std::vector<int64_t> order = tasks::length_sorted_order(lengths);
   const size_t batch = static_cast<size_t>(batch_size);
   for (size_t b = 0; b < features.size(); b += batch) {
     const size_t e = std::min(features.size(), b + batch);
-    SquadBatch sb = make_squad_batch(features, b, e);
+    SquadBatch sb = make_squad_batch(features, std::vector<size_t>(order.begin() + b, order.begin() + e), padding);
     auto o = model.forward(BertInputs{sb.input_ids, sb.segment_ids, sb.input_mask, 0, 0});
     const Tensor& sl = o.start_logits.value();
     const Tensor& el = o.end_logits.value();
     const int64_t t = sl.size(1);
     for (size_t i = 0; i < e - b; ++i) {
-      r.start_logits.emplace_back(sl.data<float>() + i * t, sl.data<float>() + (i + 1) * t);
-      r.end_logits.emplace_back(el.data<float>() + i * t, el.data<float>() + (i + 1) * t);
+      const size_t at = sb.feature_indices[i];
+      const int64_t n = lengths[at];  // the real tokens only: padding is never a candidate
+      r.start_logits[at].assign(sl.data<float>() + i * t, sl.data<float>() + i * t + n);
+      r.end_logits[at].assign(el.data<float>() + i * t, el.data<float>() + i * t + n);
     }
   }
   model.train(was_training);
@@ -43,8 +50,9 @@ RawResults compute_logits(BertForQuestionAnswering& model, const std::vector<Squ
 
 SquadPredictions predict(BertForQuestionAnswering& model, const std::vector<SquadExample>& examples,
                          const std::vector<SquadFeature>& features, int64_t batch_size,
-                         const SquadPredictOptions& options, const std::string& output_dir) {
-  const RawResults r = compute_logits(model, features, batch_size);
+                         const SquadPredictOptions& options, const std::string& output_dir,
+                         const tasks::PaddingOptions& padding) {
+  const RawResults r = compute_logits(model, features, batch_size, padding);
   return write_predictions(examples, features, r.start_logits, r.end_logits, options, output_dir);
 }
 
@@ -175,7 +183,7 @@ RunSquadResult run_squad(const RunSquadOptions& o) {
     po.do_lower_case = o.do_lower_case;
     po.version_2_with_negative = o.version_2_with_negative;
     po.null_score_diff_threshold = o.null_score_diff_threshold;
-    const SquadPredictions preds = predict(model, pred.examples, pred.features, o.predict_batch_size, po, out);
+    const SquadPredictions preds = predict(model, pred.examples, pred.features, o.predict_batch_size, po, out, o.padding);
     if (!pred.gold) {
       spdlog::info("step {}: predictions written to {} (not scored)", step, out);
       return std::map<std::string, double>{};
@@ -195,8 +203,9 @@ RunSquadResult run_squad(const RunSquadOptions& o) {
     FinetuneTask t;
     t.num_train_examples = static_cast<int64_t>(feats.size());
     t.example_noun = "windows";
+    for (const SquadFeature& f : feats) t.lengths.push_back(tasks::real_length(f.input_mask));
     t.loss = [&](const std::vector<int64_t>& rows, int64_t first) {
-      SquadBatch sb = make_squad_batch(feats, std::vector<size_t>(rows.begin(), rows.end()));
+      SquadBatch sb = make_squad_batch(feats, std::vector<size_t>(rows.begin(), rows.end()), o.padding);
       auto y = model.forward(BertInputs{sb.input_ids, sb.segment_ids, sb.input_mask, first, o.finetune.seed});
       return model.loss(y, sb.start_positions, sb.end_positions);
     };

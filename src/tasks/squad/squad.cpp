@@ -353,13 +353,18 @@ std::vector<SquadFeature> convert_examples_to_features(const std::vector<SquadEx
   return out;
 }
 
-SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, const std::vector<size_t>& indices) {
+SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, const std::vector<size_t>& indices,
+                            const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(!indices.empty(), "make_squad_batch: no features given");
   for (size_t i : indices)
     BERTRAIN_CHECK(i < features.size(), "make_squad_batch: feature index ", i, " out of range (", features.size(),
                    " features)");
   const int64_t B = static_cast<int64_t>(indices.size());
-  const int64_t T = static_cast<int64_t>(features[indices[0]].input_ids.size());
+  const int64_t max_len = static_cast<int64_t>(features[indices[0]].input_ids.size());
+  BERTRAIN_CHECK(max_len > 0, "make_squad_batch: features of length 0");
+  int64_t longest = 1;
+  for (size_t i : indices) longest = std::max<int64_t>(longest, tasks::real_length(features[i].input_mask));
+  const int64_t T = tasks::batch_seq_length(std::min(longest, max_len), max_len, padding);
   SquadBatch b;
   b.input_ids = Tensor::empty({B, T}, DType::i32);
   b.input_mask = Tensor::empty({B, T}, DType::i32);
@@ -371,13 +376,14 @@ SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, const std
   int32_t* seg = b.segment_ids.data<int32_t>();
   for (int64_t r = 0; r < B; ++r) {
     const SquadFeature& f = features[indices[r]];
-    BERTRAIN_CHECK(static_cast<int64_t>(f.input_ids.size()) == T && static_cast<int64_t>(f.input_mask.size()) == T &&
-                       static_cast<int64_t>(f.segment_ids.size()) == T,
+    BERTRAIN_CHECK(static_cast<int64_t>(f.input_ids.size()) == max_len &&
+                       static_cast<int64_t>(f.input_mask.size()) == max_len &&
+                       static_cast<int64_t>(f.segment_ids.size()) == max_len,
                    "make_squad_batch: feature ", indices[r], " has sequence length ", f.input_ids.size(),
-                   ", expected ", T);
-    std::copy(f.input_ids.begin(), f.input_ids.end(), ids + r * T);
-    std::copy(f.input_mask.begin(), f.input_mask.end(), mask + r * T);
-    std::copy(f.segment_ids.begin(), f.segment_ids.end(), seg + r * T);
+                   ", expected ", max_len);
+    std::copy(f.input_ids.begin(), f.input_ids.begin() + T, ids + r * T);
+    std::copy(f.input_mask.begin(), f.input_mask.begin() + T, mask + r * T);
+    std::copy(f.segment_ids.begin(), f.segment_ids.begin() + T, seg + r * T);
     b.start_positions.data<int32_t>()[r] = f.start_position;
     b.end_positions.data<int32_t>()[r] = f.end_position;
   }
@@ -385,12 +391,13 @@ SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, const std
   return b;
 }
 
-SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, size_t begin, size_t end) {
+SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, size_t begin, size_t end,
+                            const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(begin < end && end <= features.size(), "make_squad_batch: range [", begin, ", ", end,
                  ") is empty or outside the ", features.size(), " features");
   std::vector<size_t> idx(end - begin);
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = begin + i;
-  return make_squad_batch(features, idx);
+  return make_squad_batch(features, idx, padding);
 }
 
 namespace detail {

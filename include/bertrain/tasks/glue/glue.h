@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bertrain/core/tensor.h"
+#include "bertrain/tasks/batching.h"
 
 namespace bertrain::text {
 class FullTokenizer;
@@ -175,13 +176,18 @@ struct ClassifierBatch {
   Tensor labels;       // classification: i32 (B) label ids; regression: f32 (B) values
 };
 
-/// Stacks features[indices[0]], features[indices[1]], ... into (B, T) i32 tensors, B = indices.size().
+/// Padding to max_seq_length, as run_classifier.py (the default of the batch makers, for callers that predate
+/// dynamic padding).
+inline constexpr tasks::PaddingOptions kPadToMaxLength{true, 1};
+
+/// Stacks features[indices[0]], features[indices[1]], ... into (B, T) i32 tensors, B = indices.size(), T from
+/// tasks::batch_seq_length (the longest num_tokens of the batch, rounded up; or the features' max_seq_length).
 /// Labels are i32 ids, or f32 values when `is_regression`. Throws bertrain::Error when indices is empty, an
 /// index is out of range, or the features have different lengths.
 ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> features, std::span<const int64_t> indices,
-                                      bool is_regression);
+                                      bool is_regression, const tasks::PaddingOptions& padding = kPadToMaxLength);
 /// The batch of features[begin, end). Same throws (begin >= end is an error).
 ClassifierBatch make_classifier_batch(std::span<const ClassifierFeatures> features, int64_t begin, int64_t end,
-                                      bool is_regression);
+                                      bool is_regression, const tasks::PaddingOptions& padding = kPadToMaxLength);
 
 }  // namespace bertrain::glue

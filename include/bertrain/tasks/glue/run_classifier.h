@@ -28,16 +28,20 @@ struct Evaluation {
 };
 
 /// Runs `model` over `features` in batches of `batch_size`, without gradients and in eval mode (no dropout; the
-/// model's mode is restored afterwards), and scores the predictions against the features' labels with the
+/// model's mode is restored afterwards): batches of similar length (tasks::length_sorted_order), each padded as
+/// `padding` says, outputs in the features' order (the same values as padding everything to max_seq_length, to
+/// rounding). The loss is computed per example in f64 from the logits. Scores the predictions against the features' labels with the
 /// task's GLUE metrics. The model's outputs are taken in processor.labels() order (see match_labels_by_name).
 /// Throws bertrain::Error when features is empty, batch_size < 1, a feature has no label, or as the metrics.
 Evaluation evaluate(BertForSequenceClassification& model, const GlueProcessor& processor,
-                    std::span<const ClassifierFeatures> features, int64_t batch_size);
+                    std::span<const ClassifierFeatures> features, int64_t batch_size,
+                    const tasks::PaddingOptions& padding = {});
 
 /// The same for unlabelled features (test sets): probabilities and predicted ids, no metrics, no loss.
 /// Throws bertrain::Error when features is empty or batch_size < 1.
 Evaluation predict(BertForSequenceClassification& model, const GlueProcessor& processor,
-                   std::span<const ClassifierFeatures> features, int64_t batch_size);
+                   std::span<const ClassifierFeatures> features, int64_t batch_size,
+                   const tasks::PaddingOptions& padding = {});
 
 /// Writes a test set's predictions into output_dir: `results_file` (test_results.tsv, run_classifier.py's
 /// layout: the class probabilities in labels() order, or the value for regression) and the GLUE submission

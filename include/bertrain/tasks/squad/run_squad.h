@@ -20,22 +20,24 @@ class FullTokenizer;
 
 namespace bertrain::squad {
 
-/// run_squad.py's RawResult for every feature: start_logits[i] and end_logits[i] hold T = max_seq_length values
-/// (padding included, as the model outputs them).
+/// run_squad.py's RawResult for every feature: start_logits[i] and end_logits[i] hold one value per real token
+/// of features[i] (its input_mask's length; padding positions are never answer candidates).
 struct RawResults {
   std::vector<std::vector<float>> start_logits, end_logits;
 };
 
 /// Runs `model` over `features` in batches of `batch_size`, without gradients and in eval mode (no dropout; the
-/// model's mode is restored afterwards). Throws bertrain::Error when batch_size < 1.
+/// model's mode is restored afterwards): batches of similar length (tasks::length_sorted_order), padded as
+/// `padding` says, results in the features' order. Throws bertrain::Error when batch_size < 1.
 RawResults compute_logits(BertForQuestionAnswering& model, const std::vector<SquadFeature>& features,
-                          int64_t batch_size);
+                          int64_t batch_size, const tasks::PaddingOptions& padding = {});
 
 /// compute_logits, then write_predictions: OUTPUT_DIR/predictions.json, nbest_predictions.json and (v2.0)
 /// null_odds.json. Throws bertrain::Error as both.
 SquadPredictions predict(BertForQuestionAnswering& model, const std::vector<SquadExample>& examples,
                          const std::vector<SquadFeature>& features, int64_t batch_size,
-                         const SquadPredictOptions& options, const std::string& output_dir);
+                         const SquadPredictOptions& options, const std::string& output_dir,
+                         const tasks::PaddingOptions& padding = {});
 
 /// The official metrics of `predictions` against `gold`: v1.1 (evaluate-v1.1.py) exact_match and f1; v2.0
 /// (evaluate-v2.0.py with the null odds as na_probs) exact, f1, total, HasAns_* / NoAns_*, best_exact,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bertrain/core/tensor.h"
+#include "bertrain/tasks/batching.h"
 #include "bertrain/text/tokenizer.h"
 
 namespace bertrain::squad {
@@ -173,12 +174,16 @@ struct SquadBatch {
   std::vector<size_t> feature_indices;  ///< which features, in batch order
 };
 
-/// Stacks features[indices[0]], features[indices[1]], ... Throws bertrain::Error when `indices` is empty,
-/// an index is out of range or the features' sequence lengths differ.
-SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, const std::vector<size_t>& indices);
+/// Stacks features[indices[0]], features[indices[1]], ..., T from tasks::batch_seq_length (the batch's longest
+/// window by its mask, rounded up; or max_seq_length with pad_to_max_length, the default here as run_squad.py).
+/// Throws bertrain::Error when `indices` is empty, an index is out of range or the features' sequence lengths
+/// differ.
+SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, const std::vector<size_t>& indices,
+                            const tasks::PaddingOptions& padding = {true, 1});
 
 /// make_squad_batch over features [begin, end).
-SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, size_t begin, size_t end);
+SquadBatch make_squad_batch(const std::vector<SquadFeature>& features, size_t begin, size_t end,
+                            const tasks::PaddingOptions& padding = {true, 1});
 
 // ---------------------------------------------------------------------------------------------------------
 // Predictions
