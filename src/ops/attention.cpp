@@ -16,6 +16,14 @@ namespace {
 
 using kernels::GemmStrides;
 
+// Attention dropout's draw index of probability (head, query, key 0) within its sample: ((head * 2^12) + query) *
+// 2^12, independent of the padded length, so a token's masks are the same however far its batch is padded and
+// on the unpadded path (ops.h, attention()).
+constexpr int64_t kAttnKeyStride = int64_t{1} << 12;
+inline int64_t attention_dropout_offset(int64_t head, int64_t query) {
+  return (head * kAttnKeyStride + query) * kAttnKeyStride;
+}
+
 // Under MatmulPrecision::bf16 the four products run as the other matmuls do (matmul.cpp): both operands rounded
 // to bf16 by detail::operand (same layout, so the same strides), f32 accumulation and result.
 using detail::operand;
@@ -87,7 +95,9 @@ struct AttentionOp {
       for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
       if (keep) {
         uint8_t* kr = keep + r * n;
-        kernels::dropout_keep(key.seed, key.stream, key.first_row + sample, (r % per_sample) * n, n, thr, kr);
+        const int64_t head = (r % per_sample) / d.tq, query = (r % per_sample) % d.tq;
+        kernels::dropout_keep(key.seed, key.stream, key.first_row + sample, attention_dropout_offset(head, query), n,
+                              thr, kr);
         T* pr = p + r * n;
 #pragma omp simd
         for (int64_t i = 0; i < n; ++i) pr[i] = kr[i] ? yr[i] * ds : T(0);
@@ -187,8 +197,8 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
     BERTRAIN_CHECK(mask.dtype() == qv.dtype(), "attention: mask dtype ", dtype_name(mask.dtype()), " differs from ",
                    dtype_name(qv.dtype()));
   }
-  BERTRAIN_CHECK(d.nh * d.tq * d.tk < (int64_t{1} << 35), "attention: ", d.nh * d.tq * d.tk,
-                 " probabilities per sample exceed the dropout key space");
+  BERTRAIN_CHECK(d.tq <= kAttnKeyStride && d.tk <= kAttnKeyStride && d.nh <= 2048, "attention: ", d.nh, " heads of ",
+                 d.tq, " x ", d.tk, " exceed the dropout key space (at most 2048 heads and 4096 positions)");
   const DType dt = qv.dtype();
   const bool bf = detail::bf16_product(qv);
   const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)

@@ -29,6 +29,23 @@ Tensor padding_mask(int64_t b, int64_t t, DType dt) {
   return m;
 }
 
+// The attention dropout's keep mask times 1 / (1 - p) on (B, NH, TQ, TK), from the mapping documented at
+// attention(): probability (h, i, j) of sample b is element (h * 2^12 + i) * 2^12 + j of DropoutKey row b.
+Tensor attention_keep_scale(int64_t b, int64_t nh, int64_t tq, int64_t tk, double p, const DropoutKey& key, DType dt) {
+  Tensor m = Tensor::empty({b, nh, tq, tk}, dt);
+  const uint32_t thr = static_cast<uint32_t>(std::floor(p * 65536 + 0.5));
+  for (int64_t s = 0; s < b; ++s)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < tq; ++i)
+        for (int64_t j = 0; j < tk; ++j) {
+          const int64_t e = (h * 4096 + i) * 4096 + j;
+          auto w = philox_keyed(key.seed, key.stream, (static_cast<uint64_t>(key.first_row + s) << 32) + e / 8);
+          const uint32_t half = (w[(e / 2) % 4] >> (16 * (e % 2))) & 0xffffu;
+          m.set(((s * nh + h) * tq + i) * tk + j, half >= thr ? 1.0 / (1.0 - p) : 0.0);
+        }
+  return m;
+}
+
 // The composition BertLayer used before the fused op: permute to (B, NH, T, HS), bmm, scale, softmax, dropout,
 // bmm, permute back.
 Variable attention_unfused(const Variable& q, const Variable& k, const Variable& v, int64_t nh, const Tensor& mask,
@@ -37,7 +54,8 @@ Variable attention_unfused(const Variable& q, const Variable& k, const Variable&
     return permute(reshape(y, {y.size(0), y.size(1), nh, y.size(2) / nh}), {0, 2, 1, 3});
   };
   Variable s = scale(bmm(heads(q), heads(k), false, true), sc);
-  Variable pr = dropout(softmax(s, mask), p, true, key);
+  Variable pr = softmax(s, mask);
+  if (p > 0) pr = mul(pr, Variable(attention_keep_scale(q.size(0), nh, q.size(1), k.size(1), p, key, q.dtype())));
   Variable ctx = permute(bmm(pr, heads(v)), {0, 2, 1, 3});
   return reshape(ctx, {q.size(0), q.size(1), q.size(2)});
 }

@@ -121,8 +121,10 @@ Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, con
 /// sample b and head h, P = dropout(softmax(Q_bh K_bh^T * scale + mask_b)) and ctx_bh = P V_bh.
 /// q: (B, TQ, H), k, v: (B, TK, H) with H = num_heads * HS and head h in columns [h HS, (h + 1) HS) (the layout
 /// the Q, K, V linears produce; no permute copies are made); mask: undefined or additive (B, TK) f32/f64, as in
-/// softmax(); -> ctx (B, TQ, H). The dropout on P (probability p, when training) draws exactly the masks
-/// dropout(P, p, training, key) would on P's (B, NH, TQ, TK) layout. Equals
+/// softmax(); -> ctx (B, TQ, H). The dropout on P (probability p, when training) decides probability
+/// (head, query, key) of sample b as DropoutKey's element j = (head * 2^12 + query) * 2^12 + key of row b: the
+/// index does not depend on TQ or TK, so a token's masks are the same however far its batch is padded and on
+/// the unpadded path. TQ, TK <= 4096 and NH <= 2048 (else bertrain::Error). Equals
 /// permute(bmm(dropout(softmax(scale(bmm(Qh, Kh, false, true), scale), mask)), Vh)) with Xh the (B, NH, T, HS)
 /// permutations (google-research/bert's attention_layer), with the backward of the chain in one pass.
 /// Not differentiable in mask.
