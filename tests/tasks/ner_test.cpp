@@ -483,3 +483,26 @@ TEST(RunNer, TrainEvaluatePredictAndLabelsByName) {
   EXPECT_NE(err.find("bad.conll:2: label 'B-ORG' is not one of the model's 5 labels"), std::string::npos) << err;
   fs::remove_all(dir);
 }
+
+// Issue 17: run-ner's evaluation in length-sorted, dynamically padded batches gives the predictions and loss of
+// batches padded to max_seq_length in file order.
+TEST(NerModel, DynamicPaddingEvaluationEqualsPadded) {
+  BertConfig c = bertrain::test::tiny_bert_config(20, 16, 2, 2, 32, 32);
+  const auto tok = tiny_tokenizer();
+  std::vector<NerSentence> sents;
+  const S words = {"Johanson", "lives", "in", "Oslo", "in", "Oslo", "lives"};
+  const S tags = {"B-PER", "O", "O", "B-LOC", "O", "B-LOC", "O"};
+  for (size_t n : {7u, 1u, 3u, 5u, 2u, 7u, 4u})
+    sents.push_back(sentence(S(words.begin(), words.begin() + n), S(tags.begin(), tags.begin() + n)));
+  const LabelList labels = LabelList::from_training(sents, TagScheme::iob2, TagScheme::iob2);
+  c.num_labels = static_cast<int>(labels.labels().size());
+  NerFeatureOptions o;
+  o.max_seq_length = 24;
+  const NerFeatures f = convert_sentences_to_features(sents, tok, labels, o, "t");
+  Rng rng(3, 0);
+  BertForTokenClassification m(c, rng);
+  const NerEvaluation ref = evaluate_ner(m, sents, f, labels, o, 3, tasks::PaddingOptions{true, 1});
+  const NerEvaluation dyn = evaluate_ner(m, sents, f, labels, o, 3, tasks::PaddingOptions{false, 8});
+  EXPECT_EQ(dyn.predictions, ref.predictions);
+  EXPECT_NEAR(dyn.loss, ref.loss, 1e-5 * std::fabs(ref.loss));
+}

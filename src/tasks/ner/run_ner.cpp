@@ -19,16 +19,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A batch of windows as model inputs and labels, padded to its longest window (+ [CLS] and [SEP]) rather than to
-// max_seq_length: sentences (tweets) are mostly far shorter than T, and padding only adds masked positions, so
-// the logits of real positions are the same (up to the matmul's summation order).
+// A batch of windows as model inputs and labels, padded to its longest window (+ [CLS] and [SEP]) rounded up as
+// `padding` says (tasks::batch_seq_length), or to max_seq_length: sentences (tweets) are mostly far shorter than
+// T, and padding only adds masked positions (label -100), so the logits of real positions and the loss are the
+// same (up to the matmul's summation order).
 struct Batch {
   Tensor ids, mask, labels;
 };
-Batch make_batch(const NerFeatures& f, const std::vector<size_t>& rows) {
+Batch make_batch(const NerFeatures& f, const std::vector<size_t>& rows, const tasks::PaddingOptions& padding) {
   const int64_t B = static_cast<int64_t>(rows.size());
-  int64_t T = 0;
-  for (size_t r : rows) T = std::max<int64_t>(T, f.windows[r].length + 2);
+  const int64_t max_len = static_cast<int64_t>(f.windows[rows[0]].input_ids.size());
+  int64_t longest = 1;
+  for (size_t r : rows) longest = std::max<int64_t>(longest, f.windows[r].length + 2);
+  const int64_t T = tasks::batch_seq_length(std::min(longest, max_len), max_len, padding);
   Batch b{Tensor::empty({B, T}, DType::i32), Tensor::empty({B, T}, DType::i32), Tensor::empty({B, T}, DType::i32)};
   for (int64_t r = 0; r < B; ++r) {
     const NerWindow& w = f.windows[rows[static_cast<size_t>(r)]];
@@ -43,20 +46,23 @@ Batch make_batch(const NerFeatures& f, const std::vector<size_t>& rows) {
 
 NerEvaluation evaluate_ner(BertForTokenClassification& model, const std::vector<NerSentence>& sentences,
                            const NerFeatures& features, const LabelList& labels, const NerFeatureOptions& options,
-                           int64_t batch_size) {
+                           int64_t batch_size, const tasks::PaddingOptions& padding) {
   BERTRAIN_CHECK(batch_size >= 1, "evaluation batch size must be >= 1, got ", batch_size);
   BERTRAIN_CHECK(!features.windows.empty(), "evaluation: no windows");
   NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();
-  std::vector<std::vector<float>> logits;
+  // Batches of similar length (tasks::length_sorted_order); each window's logits go back to its place.
+  std::vector<int32_t> lengths;
+  for (const NerWindow& w : features.windows) lengths.push_back(w.length + 2);
+  const std::vector<int64_t> order = tasks::length_sorted_order(lengths);
+  std::vector<std::vector<float>> logits(features.windows.size());
   double loss_sum = 0;
   int64_t labelled = 0;
   for (size_t b = 0; b < features.windows.size(); b += static_cast<size_t>(batch_size)) {
     const size_t e = std::min(features.windows.size(), b + static_cast<size_t>(batch_size));
-    std::vector<size_t> rows(e - b);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = b + i;
-    Batch batch = make_batch(features, rows);
+    std::vector<size_t> rows(order.begin() + static_cast<int64_t>(b), order.begin() + static_cast<int64_t>(e));
+    Batch batch = make_batch(features, rows, padding);
     Variable out = model.forward(BertInputs{batch.ids, Tensor(), batch.mask, 0, 0});
     int64_t n = 0;
     for (int64_t i = 0; i < batch.labels.numel(); ++i) n += batch.labels.data<int32_t>()[i] != -100 ? 1 : 0;
@@ -67,7 +73,8 @@ NerEvaluation evaluate_ner(BertForTokenClassification& model, const std::vector<
     const Tensor& v = out.value();
     const int64_t per = v.size(1) * v.size(2);
     for (size_t i = 0; i < rows.size(); ++i)
-      logits.emplace_back(v.data<float>() + static_cast<int64_t>(i) * per, v.data<float>() + static_cast<int64_t>(i + 1) * per);
+      logits[rows[i]].assign(v.data<float>() + static_cast<int64_t>(i) * per,
+                             v.data<float>() + static_cast<int64_t>(i + 1) * per);
   }
   model.train(was_training);
   NerEvaluation ev;
@@ -216,7 +223,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
   const bool chunks = scheme != TagScheme::none;
   RunNerResult res;
   auto evaluate = [&](int64_t step) {
-    NerEvaluation ev = evaluate_ner(model, dev.sentences, dev_f, labels, fo, o.eval_batch_size);
+    NerEvaluation ev = evaluate_ner(model, dev.sentences, dev_f, labels, fo, o.eval_batch_size, o.padding);
     res.eval_metrics = ner_metrics_map(ev, chunks, o.return_entity_level_metrics);
     write_text_atomic((fs::path(out_dir) / "eval_results.json").string(), json_text(res.eval_metrics, step));
     write_text_atomic((fs::path(out_dir) / "predictions.txt").string(),
@@ -228,8 +235,9 @@ RunNerResult run_ner(const RunNerOptions& o) {
     FinetuneTask t;
     t.num_train_examples = static_cast<int64_t>(train_f.windows.size());
     t.example_noun = "windows";
+    for (const NerWindow& w : train_f.windows) t.lengths.push_back(w.length + 2);
     t.loss = [&](const std::vector<int64_t>& rows, int64_t first) {
-      Batch b = make_batch(train_f, std::vector<size_t>(rows.begin(), rows.end()));
+      Batch b = make_batch(train_f, std::vector<size_t>(rows.begin(), rows.end()), o.padding);
       Variable logits = model.forward(BertInputs{b.ids, Tensor(), b.mask, first, o.finetune.seed});
       return model.loss(logits, b.labels);
     };
@@ -250,7 +258,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
     evaluate(0);
   }
   if (o.do_predict && world()->rank() == 0) {
-    NerEvaluation ev = evaluate_ner(model, test.sentences, test_f, labels, fo, o.predict_batch_size);
+    NerEvaluation ev = evaluate_ner(model, test.sentences, test_f, labels, fo, o.predict_batch_size, o.padding);
     const auto m = ner_metrics_map(ev, chunks, o.return_entity_level_metrics, "test_");
     write_text_atomic((fs::path(out_dir) / "test_results.json").string(),
                                  json_text(m, res.training.global_step));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bertrain/models/bert.h"
+#include "bertrain/tasks/batching.h"
 #include "bertrain/tasks/finetune_command.h"
 #include "bertrain/tasks/ner/features.h"
 #include "bertrain/train/finetune.h"
@@ -22,12 +23,14 @@ struct NerEvaluation {
   std::vector<std::vector<std::string>> predictions;  ///< per sentence, per word, in the file's scheme
 };
 
-/// Runs the model (eval mode, no gradients; its mode is restored) over `features` in batches and scores the
+/// Runs the model (eval mode, no gradients; its mode is restored) over `features` in batches of similar length
+/// (tasks::length_sorted_order), each padded as `padding` says, and scores the
 /// word predictions against the sentences' labels (compute_ner_metrics; chunks unless the scheme is none).
 /// Throws bertrain::Error when batch_size < 1 or there are no windows.
 NerEvaluation evaluate_ner(BertForTokenClassification& model, const std::vector<NerSentence>& sentences,
                            const NerFeatures& features, const LabelList& labels, const NerFeatureOptions& options,
-                           int64_t batch_size);
+                           int64_t batch_size,
+                           const tasks::PaddingOptions& padding = {});
 
 /// eval_results.json's keys, Hugging Face run_ner's with the "eval_" prefix: eval_precision, eval_recall,
 /// eval_f1, eval_accuracy (overall; fractions), eval_loss, and with entity_level eval_<TYPE>_precision /
