@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "bertrain/models/bert_config.h"
@@ -50,10 +53,35 @@ inline std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-/// A per-process temporary directory named after the suite.
+namespace detail {
+/// The directories temp_dir made in this process; removed when the process exits normally (static destruction),
+/// unless BERTRAIN_KEEP_TEST_DIRS=1 (to look at a failing test's files). Only the process that made a directory
+/// removes it: a forked child (a death test that calls exit) carries a copy of the list and must not.
+struct TempDirRegistry {
+  std::vector<std::filesystem::path> dirs;
+  pid_t owner = ::getpid();
+  ~TempDirRegistry() {
+    const char* keep = std::getenv("BERTRAIN_KEEP_TEST_DIRS");
+    if ((keep != nullptr && std::string(keep) == "1") || ::getpid() != owner) return;
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+inline TempDirRegistry& temp_dir_registry() {
+  static TempDirRegistry registry;
+  return registry;
+}
+}  // namespace detail
+
+/// A per-process temporary directory named after the suite: <tmp>/bertrain_<suite>_<pid>, created if missing and
+/// removed with its contents when the process exits (kept with BERTRAIN_KEEP_TEST_DIRS=1).
 inline std::filesystem::path temp_dir(const std::string& suite) {
   std::filesystem::path d =
       std::filesystem::temp_directory_path() / ("bertrain_" + suite + "_" + std::to_string(::getpid()));
+  auto& registry = detail::temp_dir_registry();
+  if (std::find(registry.dirs.begin(), registry.dirs.end(), d) == registry.dirs.end()) registry.dirs.push_back(d);
   std::filesystem::create_directories(d);
   return d;
 }

@@ -74,7 +74,9 @@ TEST(ChineseWholeWordMask, C34GroupsBudgetAndPlainLabels) {
     }
     for (size_t i = 0; i < 19; ++i) {
       const bool masked = std::find(m.positions.begin(), m.positions.end(), static_cast<int32_t>(i)) != m.positions.end();
-      if (!masked) EXPECT_EQ(m.tokens[i], plain[i]);  // unmasked input ids are the plain characters
+      if (!masked) {
+        EXPECT_EQ(m.tokens[i], plain[i]);  // unmasked input ids are the plain characters
+      }
       EXPECT_EQ(m.tokens[i] & kWordContinuationBit, 0);
     }
     // Never one character of a word: both or neither.

@@ -159,8 +159,11 @@ TEST(Ops, DropoutIsKeyedBySampleNotBySplit) {
   int kept = 0;
   for (int64_t i = 0; i < whole.numel(); ++i) kept += whole.get(i) != 0;
   EXPECT_NEAR(kept / 300.0, 0.75, 0.08);
-  for (int64_t i = 0; i < whole.numel(); ++i)
-    if (whole.get(i) != 0) EXPECT_FLOAT_EQ(whole.get(i), x.get(i) / 0.75f);
+  for (int64_t i = 0; i < whole.numel(); ++i) {
+    if (whole.get(i) != 0) {
+      EXPECT_FLOAT_EQ(whole.get(i), x.get(i) / 0.75f);
+    }
+  }
   Tensor evalmode = dropout(Variable(x), 0.25, false, DropoutKey{}).value();
   EXPECT_EQ(std::memcmp(evalmode.raw_data(), x.raw_data(), x.nbytes()), 0);
 }

@@ -49,15 +49,7 @@ namespace {
 
 constexpr size_t kSmall = 64 << 20;  // a refusal may read the file (these are tiny); it must not allocate 64 MiB
 
-fs::path temp_dir() {
-  static const fs::path p = [] {
-    fs::path d = fs::temp_directory_path() / ("bertrain_limits_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return p;
-}
+fs::path temp_dir() { return test::temp_dir("limits"); }
 
 fs::path write(const std::string& name, const std::string& bytes) {
   const fs::path p = temp_dir() / name;

@@ -110,9 +110,12 @@ void expect_skip_then_recover(const NamedParameters& params, Optimizer& opt, con
   ASSERT_EQ(after.moments.size(), before.moments.size());
   for (size_t i = 0; i < after.moments.size(); ++i)
     EXPECT_EQ(after.moments[i], before.moments[i]) << opt.state_tensors()[i].first;
-  for (const auto& [name, v] : params)
-    if (v.grad().defined())
-      for (int64_t i = 0; i < v.numel(); ++i) ASSERT_EQ(v.grad().get(i), 0.0) << name << ": gradient not cleared";
+  for (const auto& [name, v] : params) {
+    if (!v.grad().defined()) continue;
+    for (int64_t i = 0; i < v.numel(); ++i) {
+      ASSERT_EQ(v.grad().get(i), 0.0) << name << ": gradient not cleared";
+    }
+  }
 
   // Clean again: the next step updates weights and moments and ends the run of skipped steps.
   clean();
