@@ -88,16 +88,22 @@ constexpr int64_t kDropChunk = 8192;
 
 /// Inverted dropout in one pass over x (rows, per_row): keep[i] from dropout_keep for sample first_row + r,
 /// y[i] = keep[i] ? x[i] * scale : 0. x and y may alias. One parallel region over (row, chunk) units.
+/// Packed tokens (row_sample and row_position given): row r is decided as elements
+/// [row_position[r] * per_row, + per_row) of sample first_row + row_sample[r].
 template <class T>
 void dropout_forward(const T* x, T* y, uint8_t* keep, int64_t rows, int64_t per_row, uint64_t seed,
-                     uint64_t stream, int64_t first_row, uint32_t thr16, T scale) {
+                     uint64_t stream, int64_t first_row, uint32_t thr16, T scale, const int32_t* row_sample = nullptr,
+                     const int32_t* row_position = nullptr) {
   const int64_t chunks = (per_row + kDropChunk - 1) / kDropChunk, units = rows * chunks;
 #pragma omp parallel for schedule(static) if (units > 1 && rows * per_row > 32768)
   for (int64_t u = 0; u < units; ++u) {
     const int64_t r = u / chunks, j0 = (u % chunks) * kDropChunk, cnt = std::min(per_row - j0, kDropChunk);
     const int64_t off = r * per_row + j0;
     uint8_t* k = keep + off;
-    dropout_keep(seed, stream, first_row + r, j0, cnt, thr16, k);
+    if (row_sample)
+      dropout_keep(seed, stream, first_row + row_sample[r], row_position[r] * per_row + j0, cnt, thr16, k);
+    else
+      dropout_keep(seed, stream, first_row + r, j0, cnt, thr16, k);
     const T* xs = x + off;
     T* ys = y + off;
 #pragma omp simd

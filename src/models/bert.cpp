@@ -90,6 +90,13 @@ Variable BertEmbeddings::forward(const BertInputs& in) const {
   return dropout_->forward(norm_->forward(e), in.dropout_seed, in.first_sample);
 }
 
+Variable BertEmbeddings::forward_packed(const Tensor& ids, const Tensor& positions, const Tensor& token_types,
+                                        const std::shared_ptr<const PackedTokens>& tokens, const BertInputs& in) const {
+  Variable e = add(word_->forward(ids), position_->forward(positions));  // (N, H), the padded path's sums
+  e = add(e, token_type_->forward(token_types));
+  return dropout_->forward(norm_->forward(e), in.dropout_seed, in.first_sample, tokens);
+}
+
 BertLayer::BertLayer(const BertConfig& c, int i, Rng& rng, DType dt) : c_(c) {
   const int64_t h = c.hidden_size;
   const double r = c.initializer_range;
@@ -124,6 +131,40 @@ Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInp
   return out_norm_->forward_residual(out_->forward(f), h1, *out_dropout_, in.dropout_seed, in.first_sample);
 }
 
+Variable BertLayer::forward_packed(const Variable& x, const std::shared_ptr<const PackedTokens>& tokens,
+                                   const BertInputs& in) const {
+  const int64_t hs = c_.head_size();
+  Variable ctx = attention_varlen(query_->forward(x), key_->forward(x), value_->forward(x), c_.num_attention_heads,
+                                  tokens->cu_seqlens, 1.0 / std::sqrt(static_cast<double>(hs)), probs_dropout_->p(),
+                                  probs_dropout_->is_training(), probs_dropout_->key(in.dropout_seed, in.first_sample));
+  Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed,
+                                             in.first_sample, tokens);
+  Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (N, I)
+  return out_norm_->forward_residual(out_->forward(f), h1, *out_dropout_, in.dropout_seed, in.first_sample, tokens);
+}
+
+std::shared_ptr<const PackedTokens> pack_tokens(const BertInputs& in) {
+  const int64_t b = in.input_ids.size(0), t = in.input_ids.size(1);
+  auto p = std::make_shared<PackedTokens>();
+  p->cu_seqlens.assign(1, 0);
+  const int32_t* m = in.attention_mask.defined() ? in.attention_mask.data<int32_t>() : nullptr;
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t len = t;
+    if (m) {
+      len = 0;
+      while (len < t && m[i * t + len] != 0) ++len;
+      for (int64_t j = len; j < t; ++j)
+        if (m[i * t + j] != 0) return nullptr;  // not left-aligned
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      p->sample.push_back(static_cast<int32_t>(i));
+      p->position.push_back(static_cast<int32_t>(j));
+    }
+    p->cu_seqlens.push_back(p->cu_seqlens.back() + len);
+  }
+  return p;
+}
+
 BertModel::BertModel(const BertConfig& c, Rng& rng, DType dt, bool add_pooler) : c_(c) {
   c.validate();
   embeddings_ = register_module("embeddings", std::make_shared<BertEmbeddings>(c, rng, dt));
@@ -138,7 +179,19 @@ BertModel::BertModel(const BertConfig& c, Rng& rng, DType dt, bool add_pooler) :
   }
 }
 
-BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_layers) const {
+bool BertModel::takes_unpadded_path(const BertInputs& in) const {
+  if (unpad_ == Unpad::never) return false;
+  if (unpad_ == Unpad::always) return true;
+  if (!in.attention_mask.defined()) return false;  // nothing to remove
+  const int32_t* m = in.attention_mask.data<int32_t>();
+  int64_t real = 0;
+  for (int64_t i = 0; i < in.attention_mask.numel(); ++i) real += m[i] != 0;
+  const double padding = 1.0 - static_cast<double>(real) / static_cast<double>(std::max<int64_t>(1, in.attention_mask.numel()));
+  return padding >= kUnpadMinPaddingFraction && pack_tokens(in) != nullptr;
+}
+
+BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_layers,
+                                     bool need_sequence_output) const {
   const Tensor& ids = in.input_ids;
   BERTRAIN_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::i32,
                  "model input: input_ids must be i32 (B, T), got ", ids.desc());
@@ -146,10 +199,60 @@ BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_laye
                  " exceeds max_position_embeddings ", c_.max_position_embeddings);
   check_ids_shape("token_type_ids", in.token_type_ids, ids);
   check_ids_shape("attention_mask", in.attention_mask, ids);
+  const int64_t b = ids.size(0), t = ids.size(1);
+  const bool params_need_grad = grad_mode_enabled();
+  if (takes_unpadded_path(in)) {
+    std::shared_ptr<const PackedTokens> tokens = pack_tokens(in);
+    BERTRAIN_CHECK(tokens != nullptr, "model input: --unpad=true needs left-aligned attention masks (1s, then 0s)");
+    const int64_t n = tokens->cu_seqlens.back();
+    Tensor pids = Tensor::empty({n}, DType::i32), ppos = Tensor::empty({n}, DType::i32),
+           ptt = Tensor::empty({n}, DType::i32);
+    const int32_t* tt = in.token_type_ids.defined() ? in.token_type_ids.data<int32_t>() : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t at = int64_t{tokens->sample[i]} * t + tokens->position[i];
+      pids.data<int32_t>()[i] = ids.data<int32_t>()[at];
+      ppos.data<int32_t>()[i] = tokens->position[i];
+      ptt.data<int32_t>()[i] = tt ? tt[at] : 0;
+    }
+    // Packed row of each padded position (B * T), -1 at padding: the (B, T, H) layout with zeros at padding.
+    Tensor idx = Tensor::empty({b * t}, DType::i32);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < t; ++j) {
+        const int64_t len = tokens->cu_seqlens[i + 1] - tokens->cu_seqlens[i];
+        idx.data<int32_t>()[i * t + j] = j < len ? static_cast<int32_t>(tokens->cu_seqlens[i] + j) : -1;
+      }
+    auto padded = [&](const Variable& x) { return reshape(gather_rows_or_zero(x, idx), {b, t, c_.hidden_size}); };
+    Variable h = embeddings_->forward_packed(pids, ppos, ptt, tokens, in);
+    Output o;
+    for (const auto& layer : layers_) {
+      if (checkpointing_ && is_training()) {
+        auto l = layer;
+        h = checkpoint([l, tokens, in](const Variable& x) { return l->forward_packed(x, tokens, in); }, h,
+                       params_need_grad);
+      } else {
+        h = layer->forward_packed(h, tokens, in);
+      }
+      if (all_encoder_layers) o.all_encoder_layers.push_back(padded(h));
+    }
+    o.unpadded = true;
+    o.packed_output = h;
+    o.packed = tokens;
+    if (all_encoder_layers && !o.all_encoder_layers.empty())
+      o.sequence_output = o.all_encoder_layers.back();
+    else if (need_sequence_output)
+      o.sequence_output = padded(h);
+    if (pooler_) {  // the first token of each sequence (an empty one gets zeros)
+      Tensor first = Tensor::empty({b}, DType::i32);
+      for (int64_t i = 0; i < b; ++i)
+        first.data<int32_t>()[i] =
+            tokens->cu_seqlens[i + 1] > tokens->cu_seqlens[i] ? static_cast<int32_t>(tokens->cu_seqlens[i]) : -1;
+      o.pooled_output = tanh(pooler_->forward(gather_rows_or_zero(h, first)));
+    }
+    return o;
+  }
   const DType dt = embeddings_->word_embeddings().dtype();
   Tensor mask = additive_mask(in, dt);
   Variable h = embeddings_->forward(in);
-  bool params_need_grad = grad_mode_enabled();
   std::vector<Variable> layers_out;
   for (const auto& layer : layers_) {
     if (checkpointing_ && is_training()) {
@@ -160,11 +263,11 @@ BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_laye
     }
     if (all_encoder_layers) layers_out.push_back(h);
   }
-  Output o{h, Variable(), std::move(layers_out)};
+  Output o;
+  o.sequence_output = h;
+  o.all_encoder_layers = std::move(layers_out);
   if (pooler_) {
-    const int64_t b = ids.size(0), t = ids.size(1);
     Variable first = reshape(slice(h, 1, 0, 1), {b, c_.hidden_size});
-    (void)t;
     o.pooled_output = tanh(pooler_->forward(first));
   }
   return o;
@@ -197,20 +300,35 @@ PretrainingOutput BertForPreTraining::forward(const BertInputs& in, const Pretra
   BERTRAIN_CHECK(tg.masked_lm_weights.defined() && tg.masked_lm_weights.shape() == pos.shape(),
                  "pretraining targets: masked_lm_weights must be ", pos.shape().str(), ", got ",
                  tg.masked_lm_weights.desc());
-  BertModel::Output enc = bert_->forward(in);
-  const DType dt = enc.sequence_output.dtype();
+  BertModel::Output enc = bert_->forward(in, /*all_encoder_layers=*/false, /*need_sequence_output=*/false);
+  const Variable& seq = enc.unpadded ? enc.packed_output : enc.sequence_output;
+  const DType dt = seq.dtype();
 
-  // Masked-LM head at the masked positions only: rows b * T + position of the flattened (B*T, H) output.
+  // Masked-LM head at the masked positions only: rows b * T + position of the flattened (B*T, H) output, or
+  // cu_seqlens[b] + position of the packed one (unpadded path).
   Tensor flat = Tensor::empty({b * p}, DType::i32);
   const int32_t* pp = pos.data<int32_t>();
+  const Tensor w32 = tg.masked_lm_weights.to(DType::f32);
+  const float* wp = w32.data<float>();
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < p; ++j) {
       const int32_t q = pp[i * p + j];
       BERTRAIN_CHECK(q >= 0 && q < t, "pretraining targets: masked_lm_positions[", i, ", ", j, "] = ", q,
                      " is outside the sequence length ", t);
-      flat.data<int32_t>()[i * p + j] = static_cast<int32_t>(i * t + q);
+      if (!enc.unpadded) {
+        flat.data<int32_t>()[i * p + j] = static_cast<int32_t>(i * t + q);
+        continue;
+      }
+      const int64_t start = enc.packed->cu_seqlens[i], len = enc.packed->cu_seqlens[i + 1] - start;
+      // A padded prediction slot (weight 0) may point anywhere (it reads a zero row here, the padded path a
+      // padding position's output: weight 0 either way); a real one must be a real token.
+      BERTRAIN_CHECK(q < len || wp[i * p + j] == 0.f, "pretraining targets: masked_lm_positions[", i, ", ", j,
+                     "] = ", q, " is a padding position (the sequence has ", len,
+                     " tokens); use --unpad=false for such data");
+      flat.data<int32_t>()[i * p + j] = q < len ? static_cast<int32_t>(start + q) : -1;
     }
-  Variable rows = gather_rows(reshape(enc.sequence_output, {b * t, c.hidden_size}), flat);  // (B*P, H)
+  Variable rows = enc.unpadded ? gather_rows_or_zero(seq, flat)
+                               : gather_rows(reshape(seq, {b * t, c.hidden_size}), flat);  // (B*P, H)
   Variable hdn = transform_norm_->forward(bert_activation(c.hidden_act, transform_dense_->forward(rows)));
   Variable logits = linear(hdn, bert_->embeddings().word_embeddings(), decoder_bias_);  // (B*P, V), tied decoder
   Tensor w = tg.masked_lm_weights.to(dt).reshape({b * p});

@@ -83,9 +83,10 @@ LayerNorm::LayerNorm(int64_t features, double eps, DType dtype) : eps_(eps) {
 Variable LayerNorm::forward(const Variable& x) const { return layer_norm(x, weight_, bias_, eps_); }
 
 Variable LayerNorm::forward_residual(const Variable& x, const Variable& residual, const Dropout& dropout,
-                                     uint64_t seed, int64_t first_row) const {
+                                     uint64_t seed, int64_t first_row,
+                                     const std::shared_ptr<const PackedTokens>& tokens) const {
   return dropout_add_layer_norm(x, residual, weight_, bias_, eps_, dropout.p(), dropout.is_training(),
-                                dropout.key(seed, first_row));
+                                dropout.key(seed, first_row, tokens));
 }
 
 Embedding::Embedding(int64_t num, int64_t dim, double init_std, Rng& rng, DType dtype) {
@@ -98,8 +99,9 @@ Dropout::Dropout(double p, uint64_t stream) : p_(p), stream_(stream) {
   BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "Dropout: p must be in [0, 1), got ", p);
 }
 
-Variable Dropout::forward(const Variable& x, uint64_t seed, int64_t first_row) const {
-  return dropout(x, p_, is_training(), DropoutKey{seed, stream_, first_row});
+Variable Dropout::forward(const Variable& x, uint64_t seed, int64_t first_row,
+                          const std::shared_ptr<const PackedTokens>& tokens) const {
+  return dropout(x, p_, is_training(), DropoutKey{seed, stream_, first_row, tokens});
 }
 
 void sgd_step(const std::vector<Variable>& params, double lr) {

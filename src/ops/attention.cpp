@@ -42,6 +42,60 @@ struct AttnDims {
   }
 };
 
+// One row of attention probabilities, forward: z = x * scale + mask, y = softmax(z) (kept for backward) and, with
+// keep, p = y * keep * ds with the keyed masks of (sample, head, query) (attention_dropout_offset). The max is a
+// vector reduction (exact in any order); the sum's order is fixed by the build (not by the thread count), a
+// rounding-level difference from the unfused softmax's sequential sum.
+template <class T>
+void softmax_dropout_row(const T* xr, const T* mr, int64_t n, T scale, T* yr, T* pr, uint8_t* kr,
+                         const DropoutKey& key, int64_t sample, int64_t head, int64_t query, uint32_t thr, T ds) {
+  T mx = -INFINITY;
+  if (mr) {
+#pragma omp simd reduction(max : mx)
+    for (int64_t i = 0; i < n; ++i) {
+      const T z = xr[i] * scale + mr[i];
+      yr[i] = z;
+      mx = std::max(mx, z);
+    }
+  } else {
+#pragma omp simd reduction(max : mx)
+    for (int64_t i = 0; i < n; ++i) {
+      const T z = xr[i] * scale;
+      yr[i] = z;
+      mx = std::max(mx, z);
+    }
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) yr[i] = yr[i] - mx;
+  kernels::vexp(yr, yr, n);
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += yr[i];
+  const T inv = T(1) / s;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+  if (kr) {
+    kernels::dropout_keep(key.seed, key.stream, sample, attention_dropout_offset(head, query), n, thr, kr);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) pr[i] = kr[i] ? yr[i] * ds : T(0);
+  }
+}
+
+// One row backward, in place over g (the gradient of P): g = g * keep * ds, then
+// g = scale * y * (g - sum(g * y)) (the softmax Jacobian times the chain through dropout and the scale).
+template <class T>
+void softmax_dropout_row_bwd(T* g, const T* yr, const uint8_t* kr, int64_t n, T ds, T scale) {
+  if (kr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) g[i] = kr[i] ? g[i] * ds : T(0);
+  }
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += g[i] * yr[i];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) g[i] = scale * (yr[i] * (g[i] - s));
+}
+
 struct AttentionOp {
   static constexpr const char* kName = "attention";
   struct Saved {
@@ -54,77 +108,27 @@ struct AttentionOp {
     bool bf16;  // the forward's products ran in bf16: so do the backward's
   };
 
-  // One parallel region over the B*NH*TQ rows: z = x * scale + mask, y = softmax(z) (kept for backward),
-  // p = y * keep * drop_scale with the keyed masks dropout() would draw on (B, NH, TQ, TK).
+  // One parallel region over the B*NH*TQ rows (softmax_dropout_row each).
   template <class T>
   static void softmax_dropout_fwd(const AttnDims& d, const T* x, const T* mask, T scale, T* y, T* p, uint8_t* keep,
                                   const DropoutKey& key, uint32_t thr, T ds) {
     const int64_t rows = d.b * d.nh * d.tq, n = d.tk, per_sample = d.nh * d.tq;
 #pragma omp parallel for schedule(static) if (rows * n > 16384)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t sample = r / per_sample;
-      const T* xr = x + r * n;
-      const T* mr = mask ? mask + sample * n : nullptr;
-      T* yr = y + r * n;
-      // Vector reductions: the max is exact in any order; the sum's order is fixed by the build (not by
-      // the thread count), a rounding-level difference from the unfused softmax's sequential sum.
-      T mx = -INFINITY;
-      if (mr) {
-#pragma omp simd reduction(max : mx)
-        for (int64_t i = 0; i < n; ++i) {
-          const T z = xr[i] * scale + mr[i];
-          yr[i] = z;
-          mx = std::max(mx, z);
-        }
-      } else {
-#pragma omp simd reduction(max : mx)
-        for (int64_t i = 0; i < n; ++i) {
-          const T z = xr[i] * scale;
-          yr[i] = z;
-          mx = std::max(mx, z);
-        }
-      }
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) yr[i] = yr[i] - mx;
-      kernels::vexp(yr, yr, n);
-      T s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t i = 0; i < n; ++i) s += yr[i];
-      const T inv = T(1) / s;
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
-      if (keep) {
-        uint8_t* kr = keep + r * n;
-        const int64_t head = (r % per_sample) / d.tq, query = (r % per_sample) % d.tq;
-        kernels::dropout_keep(key.seed, key.stream, key.first_row + sample, attention_dropout_offset(head, query), n,
-                              thr, kr);
-        T* pr = p + r * n;
-#pragma omp simd
-        for (int64_t i = 0; i < n; ++i) pr[i] = kr[i] ? yr[i] * ds : T(0);
-      }
+      const int64_t sample = r / per_sample, head = (r % per_sample) / d.tq, query = (r % per_sample) % d.tq;
+      softmax_dropout_row<T>(x + r * n, mask ? mask + sample * n : nullptr, n, scale, y + r * n,
+                             keep ? p + r * n : nullptr, keep ? keep + r * n : nullptr, key, key.first_row + sample,
+                             head, query, thr, ds);
     }
   }
 
-  // In place over dp (B, NH, TQ, TK), one parallel region: dy = dp * keep * drop_scale,
-  // dx = scale * y * (dy - sum(dy * y)) (the softmax Jacobian times the chain through dropout and the scale).
+  // In place over dp (B, NH, TQ, TK), one parallel region (softmax_dropout_row_bwd each).
   template <class T>
   static void softmax_dropout_bwd(const AttnDims& d, T* dp, const T* y, const uint8_t* keep, T ds, T scale) {
     const int64_t rows = d.b * d.nh * d.tq, n = d.tk;
 #pragma omp parallel for schedule(static) if (rows * n > 16384)
-    for (int64_t r = 0; r < rows; ++r) {
-      T* g = dp + r * n;
-      const T* yr = y + r * n;
-      if (keep) {
-        const uint8_t* kr = keep + r * n;
-#pragma omp simd
-        for (int64_t i = 0; i < n; ++i) g[i] = kr[i] ? g[i] * ds : T(0);
-      }
-      T s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t i = 0; i < n; ++i) s += g[i] * yr[i];
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) g[i] = scale * (yr[i] * (g[i] - s));
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      softmax_dropout_row_bwd<T>(dp + r * n, y + r * n, keep ? keep + r * n : nullptr, n, ds, scale);
   }
 
   template <class T>
@@ -229,6 +233,222 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
                           d.heads(d.tk, false), ctx.raw_data(), d.heads(d.tq, false), false);
   }
   return detail::record<AttentionOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, d, scale, ds, bf});
+}
+
+}  // namespace bertrain
+
+namespace bertrain {
+
+namespace {
+
+// Packed sequences: b sequences, sequence s in token rows [cu[s], cu[s + 1]) of q, k, v, ctx (N, H); its
+// probabilities (NH, L, L) at element offset poff[s] of one flat buffer.
+struct VarlenDims {
+  int64_t nh, hs;
+  std::vector<int64_t> cu, poff;
+  int64_t h() const { return nh * hs; }
+  int64_t len(size_t s) const { return cu[s + 1] - cu[s]; }
+  size_t count() const { return cu.size() - 1; }
+  // Head h of a sequence of length l as an (L, HS) matrix of the (N, H) tensor; transposed: (HS, L).
+  GemmStrides heads(int64_t l, bool trans) const {
+    return trans ? GemmStrides{l * h(), hs, 1, h()} : GemmStrides{l * h(), hs, h(), 1};
+  }
+  // Its (NH, L, L) probabilities as matrices (L, L); transposed: the same matrices read by columns.
+  GemmStrides probs(int64_t l, bool trans) const {
+    return trans ? GemmStrides{nh * l * l, l * l, 1, l} : GemmStrides{nh * l * l, l * l, l, 1};
+  }
+};
+
+struct AttentionVarlenOp {
+  static constexpr const char* kName = "attention_varlen";
+  struct Saved {
+    Tensor q, k, v;  // (N, H)
+    Tensor y;        // softmax before dropout, flat (sum of NH L^2)
+    Tensor probs;    // after dropout; the same tensor as y without dropout
+    Tensor keep;     // i8, undefined without dropout
+    VarlenDims d;
+    double scale, drop_scale;
+    bool bf16;
+  };
+
+  // Every row (sequence s, head, query) of the flat probabilities: row r of sequence s starts at
+  // poff[s] + r * L. Rows are listed once so one parallel region covers all sequences.
+  static std::vector<std::pair<int32_t, int32_t>> rows(const VarlenDims& d) {
+    std::vector<std::pair<int32_t, int32_t>> r;
+    for (size_t s = 0; s < d.count(); ++s)
+      for (int64_t i = 0; i < d.nh * d.len(s); ++i) r.emplace_back(static_cast<int32_t>(s), static_cast<int32_t>(i));
+    return r;
+  }
+
+  // In place over the flat scores y: scale, softmax (kept for backward) and, with keep, the dropped
+  // probabilities p of sequence s keyed as sample key.first_row + s (attention()'s masks on its real rows).
+  template <class T>
+  static void softmax_dropout_fwd(const VarlenDims& d, int64_t total, T* y, T scale, T* p, uint8_t* keep,
+                                  const DropoutKey& key, uint32_t thr, T ds) {
+    const auto rs = rows(d);
+    const int64_t n_rows = static_cast<int64_t>(rs.size());
+#pragma omp parallel for schedule(static) if (total > 16384)
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const size_t s = static_cast<size_t>(rs[static_cast<size_t>(r)].first);
+      const int64_t row = rs[static_cast<size_t>(r)].second, l = d.len(s), off = d.poff[s] + row * l;
+      softmax_dropout_row<T>(y + off, nullptr, l, scale, y + off, keep ? p + off : nullptr,
+                             keep ? keep + off : nullptr, key, key.first_row + static_cast<int64_t>(s), row / l,
+                             row % l, thr, ds);
+    }
+  }
+
+  template <class T>
+  static void bwd(const Saved& sv, const Tensor& dctx, std::vector<GradSlot>& g) {
+    const VarlenDims& d = sv.d;
+    const DType dt = dctx.dtype();
+    const bool bf = sv.bf16;
+    const DType gdt = bf ? DType::bf16 : dt;
+    const Tensor dc = operand(dctx, bf);
+    const int64_t esz = static_cast<int64_t>(dtype_size(gdt)), osz = static_cast<int64_t>(dtype_size(dt));
+    auto at = [](const void* p, int64_t elems, int64_t size) {
+      return static_cast<const char*>(p) + elems * size;
+    };
+    auto at_mut = [](void* p, int64_t elems, int64_t size) { return static_cast<char*>(p) + elems * size; };
+    if (g[2].needed()) {  // dV = P^T dctx per sequence: (L, L)^T x (L, HS)
+      Tensor& dv = g[2].prepare(sv.v.shape(), dt);
+      const Tensor pb = operand(sv.probs, bf);
+      for (size_t s = 0; s < d.count(); ++s) {
+        const int64_t l = d.len(s);
+        if (l == 0) continue;
+        const GemmStrides hd = d.heads(l, false);
+        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(pb.raw_data(), d.poff[s], esz), d.probs(l, true),
+                              at(dc.raw_data(), d.cu[s] * d.h(), esz), hd, at_mut(dv.raw_data(), d.cu[s] * d.h(), osz),
+                              hd, g[2].accumulate);
+      }
+    }
+    if (!g[0].needed() && !g[1].needed()) return;
+    Tensor ds = Tensor::empty(sv.y.shape(), dt);
+    {  // dP = dctx V^T: (L, HS) x (HS, L)
+      const Tensor vb = operand(sv.v, bf);
+      for (size_t s = 0; s < d.count(); ++s) {
+        const int64_t l = d.len(s);
+        if (l == 0) continue;
+        const GemmStrides hd = d.heads(l, false), ht = d.heads(l, true);
+        kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, at(dc.raw_data(), d.cu[s] * d.h(), esz), hd,
+                              at(vb.raw_data(), d.cu[s] * d.h(), esz), ht, at_mut(ds.raw_data(), d.poff[s], osz),
+                              d.probs(l, false), false);
+      }
+    }
+    {
+      const auto rs = rows(d);
+      const int64_t n_rows = static_cast<int64_t>(rs.size());
+      T* dp = ds.data<T>();
+      const T* y = sv.y.data<T>();
+      const uint8_t* keep = sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr;
+      const T dsc = static_cast<T>(sv.drop_scale), sc = static_cast<T>(sv.scale);
+#pragma omp parallel for schedule(static) if (sv.y.numel() > 16384)
+      for (int64_t r = 0; r < n_rows; ++r) {
+        const size_t s = static_cast<size_t>(rs[static_cast<size_t>(r)].first);
+        const int64_t l = d.len(s), off = d.poff[s] + rs[static_cast<size_t>(r)].second * l;
+        softmax_dropout_row_bwd<T>(dp + off, y + off, keep ? keep + off : nullptr, l, dsc, sc);
+      }
+    }
+    const Tensor dsb = operand(ds, bf);
+    if (g[0].needed()) {  // dQ = dS K: (L, L) x (L, HS)
+      Tensor& dq = g[0].prepare(sv.q.shape(), dt);
+      const Tensor kb = operand(sv.k, bf);
+      for (size_t s = 0; s < d.count(); ++s) {
+        const int64_t l = d.len(s);
+        if (l == 0) continue;
+        const GemmStrides hd = d.heads(l, false);
+        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb.raw_data(), d.poff[s], esz), d.probs(l, false),
+                              at(kb.raw_data(), d.cu[s] * d.h(), esz), hd, at_mut(dq.raw_data(), d.cu[s] * d.h(), osz),
+                              hd, g[0].accumulate);
+      }
+    }
+    if (g[1].needed()) {  // dK = dS^T Q: (L, L)^T x (L, HS)
+      Tensor& dk = g[1].prepare(sv.k.shape(), dt);
+      const Tensor qb = operand(sv.q, bf);
+      for (size_t s = 0; s < d.count(); ++s) {
+        const int64_t l = d.len(s);
+        if (l == 0) continue;
+        const GemmStrides hd = d.heads(l, false);
+        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb.raw_data(), d.poff[s], esz), d.probs(l, true),
+                              at(qb.raw_data(), d.cu[s] * d.h(), esz), hd, at_mut(dk.raw_data(), d.cu[s] * d.h(), osz),
+                              hd, g[1].accumulate);
+      }
+    }
+  }
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
+  }
+};
+
+}  // namespace
+
+Variable attention_varlen(const Variable& q, const Variable& k, const Variable& v, int64_t num_heads,
+                          const std::vector<int64_t>& cu_seqlens, double scale, double p, bool training,
+                          const DropoutKey& key) {
+  const Tensor& qv = q.value();
+  const Tensor& kv = k.value();
+  const Tensor& vv = v.value();
+  detail::check_float("attention_varlen", qv);
+  BERTRAIN_CHECK(qv.dim() == 2 && kv.shape() == qv.shape() && vv.shape() == qv.shape(), "attention_varlen: q ",
+                 qv.shape().str(), ", k ", kv.shape().str(), ", v ", vv.shape().str(),
+                 ": expected three (N, H) tensors of packed tokens");
+  BERTRAIN_CHECK(kv.dtype() == qv.dtype() && vv.dtype() == qv.dtype(), "attention_varlen: dtypes differ: ",
+                 qv.desc(), ", ", kv.desc(), ", ", vv.desc());
+  BERTRAIN_CHECK(num_heads > 0 && qv.size(1) % num_heads == 0, "attention_varlen: hidden size ", qv.size(1),
+                 " is not a multiple of num_heads ", num_heads);
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "attention_varlen: dropout p must be in [0, 1), got ", p);
+  BERTRAIN_CHECK(cu_seqlens.size() >= 2 && cu_seqlens.front() == 0 && cu_seqlens.back() == qv.size(0),
+                 "attention_varlen: cu_seqlens must run from 0 to the ", qv.size(0), " tokens, got ",
+                 cu_seqlens.size(), " offsets ending at ", cu_seqlens.empty() ? -1 : cu_seqlens.back());
+  VarlenDims d{num_heads, qv.size(1) / num_heads, cu_seqlens, {}};
+  BERTRAIN_CHECK(num_heads <= 2048, "attention_varlen: ", num_heads, " heads exceed the dropout key space (2048)");
+  int64_t total = 0;
+  for (size_t s = 0; s < d.count(); ++s) {
+    const int64_t l = d.len(s);
+    BERTRAIN_CHECK(l >= 0 && l <= kAttnKeyStride, "attention_varlen: sequence ", s, " has length ", l,
+                   " (cu_seqlens must not decrease; at most 4096 positions)");
+    d.poff.push_back(total);
+    total += d.nh * l * l;
+  }
+  const DType dt = qv.dtype();
+  const bool bf = detail::bf16_product(qv);
+  const DType gdt = bf ? DType::bf16 : dt;
+  const int64_t esz = static_cast<int64_t>(dtype_size(gdt)), osz = static_cast<int64_t>(dtype_size(dt));
+  const bool drop = training && p > 0.0;
+  Tensor y = Tensor::empty({total}, dt);
+  const Tensor qb = operand(qv, bf), kb = operand(kv, bf), vb = operand(vv, bf);
+  for (size_t s = 0; s < d.count(); ++s) {  // scores = Q K^T: (L, HS) x (HS, L) per head
+    const int64_t l = d.len(s);
+    if (l == 0) continue;
+    const GemmStrides hd = d.heads(l, false), ht = d.heads(l, true);
+    kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, static_cast<const char*>(qb.raw_data()) + d.cu[s] * d.h() * esz,
+                          hd, static_cast<const char*>(kb.raw_data()) + d.cu[s] * d.h() * esz, ht,
+                          static_cast<char*>(y.raw_data()) + d.poff[s] * osz, d.probs(l, false), false);
+  }
+  Tensor probs = y, keep;
+  const double dsc = drop ? 1.0 / (1.0 - p) : 1.0;
+  if (drop) {
+    probs = Tensor::empty(y.shape(), dt);
+    keep = Tensor::empty(y.shape(), DType::i8);
+  }
+  BERTRAIN_DISPATCH_FLOAT(dt, "attention_varlen",
+                          AttentionVarlenOp::softmax_dropout_fwd<T>(
+                              d, total, y.data<T>(), static_cast<T>(scale), drop ? probs.data<T>() : nullptr,
+                              drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, key,
+                              kernels::dropout_threshold16(p), static_cast<T>(dsc)));
+  Tensor ctx = Tensor::empty(qv.shape(), dt);
+  {
+    const Tensor pb = operand(probs, bf);
+    for (size_t s = 0; s < d.count(); ++s) {  // ctx = P V: (L, L) x (L, HS), into the (N, NH, HS) layout
+      const int64_t l = d.len(s);
+      if (l == 0) continue;
+      const GemmStrides hd = d.heads(l, false);
+      kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, static_cast<const char*>(pb.raw_data()) + d.poff[s] * esz,
+                            d.probs(l, false),
+                            static_cast<const char*>(vb.raw_data()) + d.cu[s] * d.h() * esz, hd,
+                            static_cast<char*>(ctx.raw_data()) + d.cu[s] * d.h() * osz, hd, false);
+    }
+  }
+  return detail::record<AttentionVarlenOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, std::move(d), scale, dsc, bf});
 }
 
 }  // namespace bertrain

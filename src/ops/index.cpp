@@ -26,10 +26,14 @@ struct GatherOp {
     Tensor ids;
     Shape table_shape;
   };
+  // An id of -1 (gather_rows_or_zero only) gives a row of zeros and takes no gradient.
   template <class T>
   static void fwd(const T* tab, const int32_t* ids, T* y, int64_t m, int64_t h) {
 #pragma omp parallel for schedule(static) if (m * h > 32768)
-    for (int64_t i = 0; i < m; ++i) std::copy(tab + ids[i] * h, tab + ids[i] * h + h, y + i * h);
+    for (int64_t i = 0; i < m; ++i) {
+      if (ids[i] < 0) std::fill(y + i * h, y + i * h + h, T(0));
+      else std::copy(tab + ids[i] * h, tab + ids[i] * h + h, y + i * h);
+    }
   }
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dy, GradSlot& g) {
@@ -45,6 +49,7 @@ struct GatherOp {
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t c0 = b * kCols, c1 = std::min(h, c0 + kCols);
       for (int64_t i = 0; i < m; ++i) {
+        if (ids[i] < 0) continue;
         T* orow = o + ids[i] * h;
         const T* drow = d + i * h;
         for (int64_t c = c0; c < c1; ++c) orow[c] += drow[c];
@@ -118,6 +123,23 @@ struct CrossEntropyOp {
 }  // namespace
 
 Variable embedding(const Variable& table, const Tensor& ids) { return gather("embedding", table, ids, ids.shape()); }
+
+Variable gather_rows_or_zero(const Variable& x, const Tensor& idx) {
+  BERTRAIN_CHECK(idx.dim() == 1 && idx.dtype() == DType::i32, "gather_rows_or_zero: indices must be i32 (M), got ",
+                 idx.desc());
+  const Tensor& t = x.value();
+  BERTRAIN_CHECK(t.dim() == 2, "gather_rows_or_zero: x ", t.shape().str(), " must be 2-d (rows, features)");
+  const int32_t* p = idx.data<int32_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    BERTRAIN_CHECK(p[i] >= -1 && p[i] < t.size(0), "gather_rows_or_zero: index ", p[i], " at ", i,
+                   " is outside [-1, ", t.size(0), ")");
+  detail::check_float("gather_rows_or_zero", t);
+  const int64_t h = t.size(1), m = idx.numel();
+  Tensor y = Tensor::empty({m, h}, t.dtype());
+  BERTRAIN_DISPATCH_FLOAT(t.dtype(), "gather_rows_or_zero",
+                          GatherOp::fwd<T>(t.data<T>(), p, y.data<T>(), m, h));
+  return detail::record<GatherOp>(y, {x}, {idx.clone(), t.shape()});
+}
 
 Variable gather_rows(const Variable& x, const Tensor& idx) {
   BERTRAIN_CHECK(idx.dim() == 1, "gather_rows: indices must be 1-d, got ", idx.shape().str());

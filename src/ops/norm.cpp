@@ -130,8 +130,12 @@ struct DropoutAddLayerNormOp {
       T* sr = y + r * c;
       if (keep) {
         uint8_t* kr = keep + r * c;
-        kernels::dropout_keep(key.seed, key.stream, key.first_row + r / rows_per_sample, (r % rows_per_sample) * c, c,
-                              thr, kr);
+        if (key.tokens)
+          kernels::dropout_keep(key.seed, key.stream, key.first_row + key.tokens->sample[r],
+                                int64_t{key.tokens->position[r]} * c, c, thr, kr);
+        else
+          kernels::dropout_keep(key.seed, key.stream, key.first_row + r / rows_per_sample, (r % rows_per_sample) * c,
+                                c, thr, kr);
         // Two loops, so the product is rounded before the add (no FMA contraction), as in dropout() then add().
 #pragma omp simd
         for (int64_t i = 0; i < c; ++i) sr[i] = kr[i] ? xr[i] * ds : T(0);
@@ -313,6 +317,9 @@ Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, con
   BERTRAIN_CHECK(rows_per_sample * c < (int64_t{1} << 35), op, ": ", rows_per_sample * c,
                  " elements per sample exceed the dropout key space");
   const bool drop = training && p > 0.0;
+  BERTRAIN_CHECK(!drop || !key.tokens || (xv.dim() == 2 && static_cast<int64_t>(key.tokens->sample.size()) == rows),
+                 op, ": packed tokens' dropout key has ", key.tokens ? key.tokens->sample.size() : 0,
+                 " rows, input ", xv.shape().str());
   Tensor y = Tensor::empty(xv.shape(), xv.dtype());
   Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
   Tensor rstd = Tensor::empty({rows}, xv.dtype());
@@ -357,6 +364,9 @@ Variable dropout(const Variable& x, double p, bool training, const DropoutKey& k
   BERTRAIN_CHECK(xv.dim() >= 1, "dropout: input ", xv.shape().str(), " needs a sample axis");
   const int64_t n = xv.numel(), rows = xv.size(0), per_row = rows ? n / rows : 0;
   BERTRAIN_CHECK(per_row < (int64_t{1} << 35), "dropout: ", per_row, " elements per sample exceed the key space");
+  BERTRAIN_CHECK(!key.tokens || (xv.dim() == 2 && static_cast<int64_t>(key.tokens->sample.size()) == rows),
+                 "dropout: packed tokens' key has ", key.tokens ? key.tokens->sample.size() : 0, " rows, input ",
+                 xv.shape().str());
   Tensor keep = Tensor::empty(xv.shape(), DType::i8);
   Tensor y = Tensor::empty(xv.shape(), xv.dtype());
   uint8_t* k = reinterpret_cast<uint8_t*>(keep.data<int8_t>());
@@ -364,7 +374,9 @@ Variable dropout(const Variable& x, double p, bool training, const DropoutKey& k
   const uint32_t thr = kernels::dropout_threshold16(p);
   BERTRAIN_DISPATCH_FLOAT(xv.dtype(), "dropout",
                           kernels::dropout_forward<T>(xv.data<T>(), y.data<T>(), k, rows, per_row, key.seed, key.stream,
-                                                      key.first_row, thr, static_cast<T>(sc)));
+                                                      key.first_row, thr, static_cast<T>(sc),
+                                                      key.tokens ? key.tokens->sample.data() : nullptr,
+                                                      key.tokens ? key.tokens->position.data() : nullptr));
   return detail::record<DropoutOp>(y, {x}, {keep, sc});
 }
 

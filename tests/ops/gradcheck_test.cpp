@@ -118,6 +118,29 @@ std::vector<OpCase> cases() {
        [](const V& x) {
          return attention(x[0], x[0], x[0], 1, mask_for(x[0].shape()[0], x[0].shape()[1]), 0.9, 0.2, true, DropoutKey{1, 1, 0});
        }},
+      // Variable-length attention on packed tokens: sequences of lengths 3, 0, 5 (and 1, 17, 2), keyed dropout.
+      {"attention_varlen_dropout", {{{8, 4}, {8, 4}, {8, 4}}, {{20, 16}, {20, 16}, {20, 16}}},
+       [](const V& x) {
+         const std::vector<int64_t> cu = x[0].shape()[0] == 8 ? std::vector<int64_t>{0, 3, 3, 8}
+                                                              : std::vector<int64_t>{0, 1, 18, 20};
+         return attention_varlen(x[0], x[1], x[2], 2, cu, 0.7, 0.3, true, DropoutKey{3, 4, 5});
+       }},
+      {"attention_varlen_same_input", {{{7, 6}}},
+       [](const V& x) { return attention_varlen(x[0], x[0], x[0], 3, {0, 4, 7}, 0.9, 0.0, true, DropoutKey{}); }},
+      // Packed tokens' dropout (rows keyed by sample and position) and the padded layout's gather with zero rows.
+      {"dropout_packed_tokens", {{{5, 9}}, {{3, 33}}},
+       [](const V& x) {
+         auto t = std::make_shared<PackedTokens>();
+         for (int64_t i = 0; i < x[0].shape()[0]; ++i) {
+           t->sample.push_back(static_cast<int32_t>(i % 2));
+           t->position.push_back(static_cast<int32_t>(i / 2 + 1));
+         }
+         return dropout(x[0], 0.3, true, DropoutKey{7, 1, 10, t});
+       }},
+      {"gather_rows_or_zero", {{{5, 3}}, {{5, 17}}},
+       [](const V& x) {
+         return gather_rows_or_zero(x[0], ids({1, -1, 4, 0, -1, 1}, {6}));
+       }},
       {"embedding", {{{6, 4}}, {{7, 17}}}, [](const V& x) { return embedding(x[0], ids_for(6, x[0].shape()[0])); }},
       {"gather_rows", {{{5, 3}}, {{5, 17}}}, [](const V& x) { return gather_rows(x[0], ids_for(4, x[0].shape()[0])); }},
       {"cross_entropy",

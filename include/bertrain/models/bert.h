@@ -27,6 +27,18 @@ struct BertInputs {
   uint64_t dropout_seed = 0;
 };
 
+/// Which computation BertModel::forward runs (issue 17; `--unpad` on the command line).
+/// padded: the (B, T, H) batch with the additive attention mask, every padding position computed (as
+/// google-research/bert). unpadded: only the real tokens, packed as one (N, H) matrix through every token-wise op
+/// (embeddings, linears, GELU, layer norms, dropout keyed by sample and position) and attention_varlen per
+/// sequence on its own length (the layout of NVIDIA's FasterTransformer "remove padding" and FlashAttention's
+/// varlen kernels); needs left-aligned masks (1s then 0s). Both give the same outputs at real positions, losses
+/// and gradients (to rounding) and draw the same dropout masks. automatic: unpadded when the batch's masks are
+/// left-aligned and padding is at least kUnpadMinPaddingFraction of its B * T positions, else padded.
+enum class Unpad { automatic, always, never };
+/// The padding share from which Unpad::automatic takes the unpadded path (measured: README "Unpadded encoder").
+inline constexpr double kUnpadMinPaddingFraction = 0.10;
+
 /// Maps BertConfig::hidden_act to an op; throws for an unknown name.
 Variable bert_activation(const std::string& hidden_act, const Variable& x);
 
@@ -35,6 +47,9 @@ class BertEmbeddings : public Module {
   BertEmbeddings(const BertConfig& c, Rng& rng, DType dtype);
   /// -> (B, T, H): LayerNorm(word + position + token type), then dropout.
   Variable forward(const BertInputs& in) const;
+  /// The same for packed tokens: ids, positions, token types i32 (N) -> (N, H); dropout keyed by `tokens`.
+  Variable forward_packed(const Tensor& ids, const Tensor& positions, const Tensor& token_types,
+                          const std::shared_ptr<const PackedTokens>& tokens, const BertInputs& in) const;
   const Variable& word_embeddings() const { return word_->weight(); }
 
  private:
@@ -49,6 +64,9 @@ class BertLayer : public Module {
   BertLayer(const BertConfig& c, int index, Rng& rng, DType dtype);
   /// x: (B, T, H), mask: additive (B, T) -> (B, T, H).
   Variable forward(const Variable& x, const Tensor& mask, const BertInputs& in) const;
+  /// Packed tokens x: (N, H) -> (N, H), attention per sequence (attention_varlen).
+  Variable forward_packed(const Variable& x, const std::shared_ptr<const PackedTokens>& tokens,
+                          const BertInputs& in) const;
 
  private:
   BertConfig c_;
@@ -62,16 +80,27 @@ class BertModel : public Module {
  public:
   BertModel(const BertConfig& c, Rng& rng, DType dtype = DType::f32, bool add_pooler = true);
   struct Output {
-    Variable sequence_output;  ///< (B, T, H)
+    /// (B, T, H); on the unpadded path zeros at padding positions, and undefined when forward() was asked not
+    /// to build it (need_sequence_output false)
+    Variable sequence_output;
     Variable pooled_output;    ///< (B, H): tanh(dense(first token)); undefined without a pooler
     /// With all_encoder_layers: the output of every encoder layer, (B, T, H) each, first layer first, so
     /// all_encoder_layers.back() is sequence_output (google-research/bert's get_all_encoder_layers(); Hugging
-    /// Face's hidden_states without the embeddings).
+    /// Face's hidden_states without the embeddings). On the unpadded path zeros at padding positions.
     std::vector<Variable> all_encoder_layers;
+    bool unpadded = false;     ///< which path ran
+    Variable packed_output;    ///< unpadded path: (N, H), the real tokens in packed order
+    std::shared_ptr<const PackedTokens> packed;  ///< unpadded path: where each packed row came from
   };
-  /// Throws bertrain::Error when shapes disagree or T exceeds max_position_embeddings. Keeping every layer's
-  /// output (all_encoder_layers) changes no value; it only holds L tensors of (B, T, H) while Output lives.
-  Output forward(const BertInputs& in, bool all_encoder_layers = false) const;
+  /// Throws bertrain::Error when shapes disagree, T exceeds max_position_embeddings, or Unpad::always meets a
+  /// mask that is not left-aligned. Keeping every layer's output (all_encoder_layers) changes no value; it only
+  /// holds L tensors of (B, T, H) while Output lives. need_sequence_output false lets the unpadded path skip
+  /// building the (B, T, H) sequence_output (pretraining reads packed_output); the padded path always has it.
+  Output forward(const BertInputs& in, bool all_encoder_layers = false, bool need_sequence_output = true) const;
+  /// The path forward() takes for `in` under the current setting (see Unpad).
+  bool takes_unpadded_path(const BertInputs& in) const;
+  void set_unpad(Unpad u) { unpad_ = u; }
+  Unpad unpad() const { return unpad_; }
   const BertConfig& config() const { return c_; }
   const BertEmbeddings& embeddings() const { return *embeddings_; }
   /// Recompute each encoder layer in backward instead of keeping its activations.
@@ -83,7 +112,12 @@ class BertModel : public Module {
   std::vector<std::shared_ptr<BertLayer>> layers_;
   std::shared_ptr<Linear> pooler_;
   bool checkpointing_ = false;
+  Unpad unpad_ = Unpad::automatic;
 };
+
+/// The real tokens of a batch packed back to back (Unpad): sequence lengths from attention_mask (B, T) (all T
+/// when undefined), which must be left-aligned. Returns null when a row is not (a 1 after a 0).
+std::shared_ptr<const PackedTokens> pack_tokens(const BertInputs& in);
 
 /// Pretraining targets for one batch (NVIDIA's HDF5 keys).
 struct PretrainingTargets {

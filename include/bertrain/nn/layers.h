@@ -30,9 +30,9 @@ class LayerNorm : public Module {
   /// x: (..., features) -> same shape.
   Variable forward(const Variable& x) const;
   /// layer_norm(dropout(x) + residual) with `dropout`'s probability, mode and key, fused into one op
-  /// (dropout_add_layer_norm). x, residual: (B, ..., features).
+  /// (dropout_add_layer_norm). x, residual: (B, ..., features), or packed tokens (N, features) with `tokens`.
   Variable forward_residual(const Variable& x, const Variable& residual, const Dropout& dropout, uint64_t seed,
-                            int64_t first_row) const;
+                            int64_t first_row, const std::shared_ptr<const PackedTokens>& tokens = nullptr) const;
 
  private:
   Variable weight_, bias_;
@@ -56,11 +56,15 @@ class Embedding : public Module {
 class Dropout : public Module {
  public:
   Dropout(double p, uint64_t stream);
-  /// x: (B, ...); first_row is the global sample index of x's row 0.
-  Variable forward(const Variable& x, uint64_t seed, int64_t first_row) const;
+  /// x: (B, ...); first_row is the global sample index of x's row 0. With `tokens`, x is packed tokens (N, ...)
+  /// and each row is keyed by its sample and position (DropoutKey::tokens).
+  Variable forward(const Variable& x, uint64_t seed, int64_t first_row,
+                   const std::shared_ptr<const PackedTokens>& tokens = nullptr) const;
   double p() const { return p_; }
   /// This site's key, for fused ops that apply the dropout themselves (attention).
-  DropoutKey key(uint64_t seed, int64_t first_row) const { return DropoutKey{seed, stream_, first_row}; }
+  DropoutKey key(uint64_t seed, int64_t first_row, const std::shared_ptr<const PackedTokens>& tokens = nullptr) const {
+    return DropoutKey{seed, stream_, first_row, tokens};
+  }
 
  private:
   double p_;

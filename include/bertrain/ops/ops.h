@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "bertrain/autograd/variable.h"
@@ -102,10 +103,21 @@ Variable softmax(const Variable& x, const Tensor& mask = Tensor());
 /// dropped when that 16-bit value is below round(p * 65536) (p to within 2^-17). So masks depend on the global
 /// sample index and the site, never on micro-batch split, rank or thread count, and fused ops that apply
 /// dropout themselves (attention, dropout_add_layer_norm) draw exactly the masks this op would.
+/// The real tokens of a padded (B, T) batch packed back to back (the unpadded encoder): token i is position
+/// position[i] of sample sample[i] (0-based within the batch); sequence b holds rows [cu_seqlens[b],
+/// cu_seqlens[b + 1]). N = sample.size() = position.size() = cu_seqlens.back().
+struct PackedTokens {
+  std::vector<int32_t> sample, position;
+  std::vector<int64_t> cu_seqlens;  ///< B + 1 offsets
+};
 struct DropoutKey {
   uint64_t seed = 0;
   uint64_t stream = 0;    ///< one per dropout site (layer)
-  int64_t first_row = 0;  ///< global index of row 0 of x
+  int64_t first_row = 0;  ///< global index of row 0 of x (with tokens: of sample 0 of the batch)
+  /// Packed tokens (the unpadded encoder), or null. When set, x is (N, C) and row i is decided as elements
+  /// [position[i] * C, position[i] * C + C) of sample first_row + sample[i]: the draws of row (sample, position)
+  /// of the padded (B, T, C) tensor, so both paths drop the same elements of the same token.
+  std::shared_ptr<const PackedTokens> tokens;
 };
 /// Inverted dropout: kept values are scaled by 1 / (1 - p) in training; the identity when !training or p == 0.
 Variable dropout(const Variable& x, double p, bool training, const DropoutKey& key);
@@ -131,6 +143,18 @@ Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, con
 Variable attention(const Variable& q, const Variable& k, const Variable& v, int64_t num_heads, const Tensor& mask,
                    double scale, double p, bool training, const DropoutKey& key);
 
+/// Variable-length multi-head attention on packed tokens (the unpadded encoder; the layout of FlashAttention's
+/// flash_attn_varlen_func and of NVIDIA FasterTransformer's "remove padding"): q, k, v (N, H) hold the real tokens
+/// of B sequences back to back, sequence b in rows [cu_seqlens[b], cu_seqlens[b + 1]) (B + 1 non-decreasing
+/// offsets from 0 to N); each sequence attends to itself only, on its own length L_b (no mask, no padding), with
+/// the fused forward and backward of attention(). -> ctx (N, H). Dropout on P decides probability
+/// (head, query, key) of sequence b exactly as attention() does for sample key.first_row + b, so a sequence gets
+/// the masks it gets padded: attention_varlen(packed) equals attention(padded, padding mask) on the real rows
+/// (to rounding). L_b <= 4096, NH <= 2048. Throws bertrain::Error on bad shapes or offsets.
+Variable attention_varlen(const Variable& q, const Variable& k, const Variable& v, int64_t num_heads,
+                          const std::vector<int64_t>& cu_seqlens, double scale, double p, bool training,
+                          const DropoutKey& key);
+
 // ---- indexing ----
 
 /// Rows of `table` at `ids`: table (V, H), ids i32 of any shape S -> S + (H). Backward scatter-adds,
@@ -138,6 +162,9 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
 Variable embedding(const Variable& table, const Tensor& ids);
 /// Rows of x (N, H) at idx i32 (M) -> (M, H) (masked positions of a flattened (B*T, H) sequence output).
 Variable gather_rows(const Variable& x, const Tensor& idx);
+/// gather_rows where an index of -1 gives a row of zeros (which takes no gradient): the padded (B*T, H) layout of
+/// the unpadded encoder's packed (N, H) tokens. Throws bertrain::Error for an index outside [-1, N).
+Variable gather_rows_or_zero(const Variable& x, const Tensor& idx);
 
 /// Softmax cross-entropy from logits (N, C) with integer labels i32 (N): returns sum_i w_i * ce_i / normalizer
 /// as a scalar. weights: f32/f64 (N) or undefined (all 1); rows whose label is ignore_index count with weight 0.

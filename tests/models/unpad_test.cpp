@@ -1,0 +1,243 @@
+// unpad_test.cpp: the unpadded encoder (issue 17) against the padded computation: outputs at real positions,
+// losses (1e-5 relative in f32) and every parameter gradient (1e-5 of its largest element) for the pretraining,
+// classification and question-answering models, with dropout on (both paths draw the same keyed masks), with
+// activation checkpointing, in f64 to rounding and in bf16; and the automatic choice of the path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "bertrain/core/error.h"
+#include "bertrain/core/rng.h"
+#include "bertrain/models/bert.h"
+#include "bertrain/ops/ops.h"
+#include "test_util.h"
+
+using namespace bertrain;
+
+namespace {
+
+BertConfig config() {
+  BertConfig c = test::tiny_bert_config(100, 32, 2, 4, 64, 64);
+  c.num_labels = 3;
+  return c;
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::fabs(t.get(i)));
+  return m;
+}
+double max_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::fabs(a.get(i) - b.get(i)));
+  return m;
+}
+
+// B sequences of lengths `lens` (left-aligned masks) padded to T, random ids and segments.
+BertInputs batch(const std::vector<int>& lens, int64_t t, uint64_t seed) {
+  const int64_t b = static_cast<int64_t>(lens.size());
+  Rng rng(seed);
+  BertInputs in;
+  in.input_ids = Tensor::zeros({b, t}, DType::i32);
+  in.token_type_ids = Tensor::zeros({b, t}, DType::i32);
+  in.attention_mask = Tensor::zeros({b, t}, DType::i32);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < lens[static_cast<size_t>(i)]; ++j) {
+      in.input_ids.data<int32_t>()[i * t + j] = 1 + static_cast<int32_t>(rng.randint(99));
+      in.token_type_ids.data<int32_t>()[i * t + j] = j > lens[static_cast<size_t>(i)] / 2 ? 1 : 0;
+      in.attention_mask.data<int32_t>()[i * t + j] = 1;
+    }
+  in.first_sample = 17;
+  in.dropout_seed = 4242;
+  return in;
+}
+
+// The two paths' results of one model: [outputs..., gradients...], each run from the same weights.
+struct Run {
+  std::vector<Tensor> outputs;
+  std::vector<std::pair<std::string, Tensor>> grads;
+};
+
+// Compares outputs to 1e-5 relative (of the largest element) and gradients to 1e-5 of their largest element;
+// key biases have gradient 0 in exact arithmetic (softmax ignores a constant added to all scores), so their
+// rounding noise is held to an absolute 1e-12 (f32) instead. `tol` scales both (f64: 1e-12, bf16: looser).
+void expect_same(const Run& padded, const Run& unpadded, double tol, const std::string& what) {
+  ASSERT_EQ(padded.outputs.size(), unpadded.outputs.size());
+  for (size_t i = 0; i < padded.outputs.size(); ++i)
+    EXPECT_LE(max_diff(unpadded.outputs[i], padded.outputs[i]), tol * std::max(1e-30, max_abs(padded.outputs[i])))
+        << what << " output " << i;
+  ASSERT_EQ(padded.grads.size(), unpadded.grads.size());
+  int checked = 0;
+  for (size_t i = 0; i < padded.grads.size(); ++i) {
+    const Tensor& want = padded.grads[i].second;
+    const Tensor& got = unpadded.grads[i].second;
+    ASSERT_EQ(want.defined(), got.defined()) << what << " " << padded.grads[i].first;
+    if (!want.defined()) continue;
+    EXPECT_LE(max_diff(got, want), tol * max_abs(want) + tol * 1e-7) << what << " grad " << padded.grads[i].first;
+    ++checked;
+  }
+  EXPECT_GT(checked, 30) << what;
+}
+
+template <class M>
+std::vector<std::pair<std::string, Tensor>> grads_of(M& model) {
+  std::vector<std::pair<std::string, Tensor>> g;
+  for (auto& [name, p] : model.named_parameters()) g.emplace_back(name, p.grad().defined() ? p.grad().clone() : Tensor());
+  return g;
+}
+
+const std::vector<int> kLens = {24, 5, 17, 1, 9, 23};
+
+Run run_classifier(Unpad u, DType dt, bool training, bool checkpointing = false) {
+  Rng init(1);
+  BertForSequenceClassification model(config(), init, dt);
+  model.bert().set_unpad(u);
+  model.bert().set_activation_checkpointing(checkpointing);
+  model.train(training);
+  BertInputs in = batch(kLens, 24, 3);
+  Variable logits = model.forward(in);
+  Tensor labels = Tensor::from_vector({0, 2, 1, 1, 0, 2}, {6}, DType::i32);
+  Variable loss = model.loss(logits, labels);
+  loss.backward();
+  return {{logits.value().clone(), loss.value().clone()}, grads_of(model)};
+}
+
+Run run_qa(Unpad u, DType dt) {
+  Rng init(2);
+  BertForQuestionAnswering model(config(), init, dt);
+  model.bert().set_unpad(u);
+  model.train();
+  BertInputs in = batch(kLens, 24, 4);
+  auto o = model.forward(in);
+  Tensor sp = Tensor::from_vector({3, 1, 10, 0, 2, 20}, {6}, DType::i32);
+  Tensor ep = Tensor::from_vector({5, 4, 12, 0, 8, 22}, {6}, DType::i32);
+  Variable loss = model.loss(o, sp, ep);
+  loss.backward();
+  // Real positions only: the padded path's logits there are real numbers - 10000, the unpadded path's are -10000.
+  Tensor s = o.start_logits.value().clone(), e = o.end_logits.value().clone();
+  for (int64_t i = 0; i < s.numel(); ++i)
+    if (in.attention_mask.data<int32_t>()[i] == 0) s.set(i, 0.0), e.set(i, 0.0);
+  return {{s, e, loss.value().clone()}, grads_of(model)};
+}
+
+Run run_pretraining(Unpad u, DType dt) {
+  Rng init(3);
+  BertForPreTraining model(config(), init, dt);
+  model.bert().set_unpad(u);
+  model.train();
+  BertInputs in = batch(kLens, 24, 5);
+  PretrainingTargets tg;
+  tg.masked_lm_positions = Tensor::from_vector({1, 5, 20, 0, 0, 2, 3, 0, 0, 0, 16, 9, 1, 0, 0, 0, 0, 0, 4, 7, 8, 0, 0, 0,
+                                                 22, 3, 11, 12, 0, 0},
+                                                {6, 5}, DType::i32);
+  tg.masked_lm_ids = Tensor::from_vector({7, 8, 9, 0, 0, 10, 11, 0, 0, 0, 12, 13, 14, 0, 0, 0, 0, 0, 15, 16, 17, 0, 0, 0,
+                                           18, 19, 20, 21, 0, 0},
+                                          {6, 5}, DType::i32);
+  tg.masked_lm_weights = Tensor::from_vector({1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0,
+                                               1, 1, 1, 1, 0, 0},
+                                              {6, 5}, dt);
+  tg.next_sentence_labels = Tensor::from_vector({0, 1, 1, 0, 1, 0}, {6}, DType::i32);
+  PretrainingOutput o = model.forward(in, tg);
+  o.loss.backward();
+  return {{o.mlm_logits.clone(), o.nsp_logits.clone(), o.mlm_loss.value().clone(), o.nsp_loss.value().clone()},
+          grads_of(model)};
+}
+
+}  // namespace
+
+TEST(Unpad, ClassifierEqualsPaddedWithDropoutF32) {
+  expect_same(run_classifier(Unpad::never, DType::f32, true), run_classifier(Unpad::always, DType::f32, true), 1e-5,
+              "training");
+  expect_same(run_classifier(Unpad::never, DType::f32, false), run_classifier(Unpad::always, DType::f32, false), 1e-5,
+              "eval");
+}
+
+TEST(Unpad, ClassifierEqualsPaddedInF64ToRounding) {
+  expect_same(run_classifier(Unpad::never, DType::f64, true), run_classifier(Unpad::always, DType::f64, true), 1e-11,
+              "f64");
+}
+
+TEST(Unpad, ActivationCheckpointingOnTheUnpaddedPath) {
+  expect_same(run_classifier(Unpad::never, DType::f32, true),
+              run_classifier(Unpad::always, DType::f32, true, /*checkpointing=*/true), 1e-5, "checkpointing");
+}
+
+TEST(Unpad, QuestionAnsweringEqualsPadded) {
+  expect_same(run_qa(Unpad::never, DType::f32), run_qa(Unpad::always, DType::f32), 1e-5, "qa");
+}
+
+TEST(Unpad, PretrainingEqualsPadded) {
+  expect_same(run_pretraining(Unpad::never, DType::f32), run_pretraining(Unpad::always, DType::f32), 1e-5, "mlm+nsp");
+}
+
+TEST(Unpad, Bf16MatchesPaddedBf16) {
+  if (!matmul_bf16_supported()) GTEST_SKIP() << "no bf16 matmul on this CPU";
+  MatmulPrecisionGuard g(MatmulPrecision::bf16);
+  // The same bf16 operands on both paths; only the f32 accumulation order of the products differs.
+  expect_same(run_classifier(Unpad::never, DType::f32, true), run_classifier(Unpad::always, DType::f32, true), 1e-3,
+              "bf16");
+}
+
+TEST(Unpad, AutomaticChoiceAndErrors) {
+  Rng init(1);
+  BertModel model(config(), init);
+  EXPECT_TRUE(model.takes_unpadded_path(batch({24, 5, 17}, 24, 1)));     // 38% padding
+  EXPECT_FALSE(model.takes_unpadded_path(batch({24, 23, 24}, 24, 1)));   // 1.4% padding
+  BertInputs full = batch({24, 24}, 24, 1);
+  full.attention_mask = Tensor();
+  EXPECT_FALSE(model.takes_unpadded_path(full));  // no mask: nothing to remove
+  BertInputs holes = batch({10, 5, 4}, 24, 1);
+  holes.attention_mask.data<int32_t>()[20] = 1;  // a 1 after the 0s: not left-aligned
+  EXPECT_FALSE(model.takes_unpadded_path(holes));
+  EXPECT_EQ(pack_tokens(holes), nullptr);
+  model.set_unpad(Unpad::never);
+  EXPECT_FALSE(model.takes_unpadded_path(batch({24, 5, 17}, 24, 1)));
+  model.set_unpad(Unpad::always);
+  EXPECT_TRUE(model.takes_unpadded_path(full));
+  EXPECT_THROW(model.forward(holes), Error);
+  auto p = pack_tokens(batch({3, 0, 2}, 4, 1));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->cu_seqlens, (std::vector<int64_t>{0, 3, 3, 5}));
+  EXPECT_EQ(p->sample, (std::vector<int32_t>{0, 0, 0, 2, 2}));
+  EXPECT_EQ(p->position, (std::vector<int32_t>{0, 1, 2, 0, 1}));
+}
+
+// attention_varlen against attention() on the padded layout with a padding mask: real rows, gradients, with
+// dropout (the same keyed masks), for a sequence of length 0 and one of length 1 too.
+TEST(Unpad, VarlenAttentionEqualsMaskedAttention) {
+  const std::vector<int64_t> lens = {7, 0, 1, 12};
+  const int64_t b = 4, t = 12, nh = 3, hs = 4, h = nh * hs;
+  std::vector<int64_t> cu = {0};
+  for (int64_t l : lens) cu.push_back(cu.back() + l);
+  const int64_t n = cu.back();
+  for (DType dt : {DType::f64, DType::f32}) {
+    Rng rng(8);
+    Tensor q = Tensor::uniform({b, t, h}, -1, 1, rng, dt), k = Tensor::uniform({b, t, h}, -1, 1, rng, dt),
+           v = Tensor::uniform({b, t, h}, -1, 1, rng, dt), r = Tensor::uniform({b, t, h}, -1, 1, rng, dt);
+    Tensor mask = Tensor::zeros({b, t}, dt), idx = Tensor::empty({n}, DType::i32);
+    for (int64_t s = 0; s < b; ++s)
+      for (int64_t j = 0; j < t; ++j) {
+        if (j >= lens[static_cast<size_t>(s)]) mask.set(s * t + j, -10000.0);
+        else idx.data<int32_t>()[cu[static_cast<size_t>(s)] + j] = static_cast<int32_t>(s * t + j);
+      }
+    const DropoutKey key{5, 6, 7};
+    Variable qp(q, true), kp(k, true), vp(v, true);
+    Variable yp = attention(qp, kp, vp, nh, mask, 0.5, 0.2, true, key);
+    // Loss on real rows only (padding rows are not outputs of the unpadded path).
+    sum(mul(gather_rows(reshape(yp, {b * t, h}), idx), Variable(gather_rows(Variable(r.reshape({b * t, h})), idx).value())))
+        .backward();
+    Variable qu(gather_rows(Variable(q.reshape({b * t, h})), idx).value(), true),
+        ku(gather_rows(Variable(k.reshape({b * t, h})), idx).value(), true),
+        vu(gather_rows(Variable(v.reshape({b * t, h})), idx).value(), true);
+    Variable yu = attention_varlen(qu, ku, vu, nh, cu, 0.5, 0.2, true, key);
+    sum(mul(yu, Variable(gather_rows(Variable(r.reshape({b * t, h})), idx).value()))).backward();
+    const double tol = dt == DType::f64 ? 1e-12 : 1e-5;
+    auto real_rows = [&](const Tensor& x) { return gather_rows(Variable(x.reshape({b * t, h})), idx).value(); };
+    EXPECT_LE(max_diff(yu.value(), real_rows(yp.value())), tol);
+    EXPECT_LE(max_diff(qu.grad(), real_rows(qp.grad())), tol);
+    EXPECT_LE(max_diff(ku.grad(), real_rows(kp.grad())), tol);
+    EXPECT_LE(max_diff(vu.grad(), real_rows(vp.grad())), tol);
+  }
+}
