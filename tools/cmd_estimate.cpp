@@ -29,6 +29,7 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
   Rng rng(r.seed, 0x1417);
   BertForPreTraining model(cfg, rng);
   model.bert().set_activation_checkpointing(r.activation_checkpointing);
+  model.bert().set_unpad(r.unpad);
   // The recipe's own optimizer (LAMB, AdamW, ...): its step time is part of every update.
   std::unique_ptr<Optimizer> opt = make_optimizer(r.optimizer, model.named_parameters());
   double total = 0;

@@ -43,6 +43,11 @@ void FinetuneFlags::add_to(CLI::App& app, tasks::FinetuneCommandOptions& o) {
                  "dynamic padding rounds each batch's length up to this multiple")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--unpad", o.unpad,
+                 "encoder path: auto (default: the unpadded encoder when at least 10% of a batch is padding), "
+                 "always (real tokens only, attention per sequence), never (every padded position computed)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Unpad>{
+          {"auto", Unpad::automatic}, {"always", Unpad::always}, {"never", Unpad::never}}));
   app.add_flag("--group_by_length", t.group_by_length,
                "training batches of similar length: shuffle, then sort by length within mega-batches of 50 "
                "batches (Hugging Face's group_by_length)");

@@ -53,6 +53,13 @@ const std::vector<std::pair<WeightDecayMode, const char*>>& names() {
   return v;
 }
 
+template <>
+const std::vector<std::pair<Unpad, const char*>>& names() {
+  static const std::vector<std::pair<Unpad, const char*>> v = {{Unpad::automatic, "auto"}, {Unpad::always, "always"},
+      {Unpad::never, "never"}};
+  return v;
+}
+
 template <class E>
 std::string name_of(E e) {
   for (const auto& [v, n] : names<E>())
@@ -78,6 +85,8 @@ std::string to_string(LrConvention v) { return name_of(v); }
 std::string to_string(LrDecay v) { return name_of(v); }
 std::string to_string(LambAdaptation v) { return name_of(v); }
 std::string to_string(WeightDecayMode v) { return name_of(v); }
+std::string to_string(Unpad v) { return name_of(v); }
+Unpad parse_unpad(const std::string& s, const std::string& what) { return parse_enum<Unpad>(s, what); }
 OptimizerName parse_optimizer_name(const std::string& s, const std::string& what) { return parse_enum<OptimizerName>(s, what); }
 LrConvention parse_lr_convention(const std::string& s, const std::string& what) { return parse_enum<LrConvention>(s, what); }
 LrDecay parse_lr_decay(const std::string& s, const std::string& what) { return parse_enum<LrDecay>(s, what); }
@@ -104,7 +113,7 @@ const std::set<std::string> kTopKeys = {"bert_config_file", "vocab_file", "do_lo
                                         "save_total_limit", "eval_dir", "eval_every_steps", "max_eval_steps",
                                         "next_sentence", "max_consecutive_skipped_steps", "log_every_steps",
                                         "activation_checkpointing", "dynamic_masking", "shuffle_window_shards",
-                                        "bf16", "do_train", "do_eval", "phases"};
+                                        "bf16", "unpad", "do_train", "do_eval", "phases"};
 const std::set<std::string> kOptimizerKeys = {
     "name", "beta1", "beta2", "eps", "weight_decay", "bias_correction", "weight_decay_mode", "layer_adaptation",
     "max_grad_norm", "trust_clamp", "trust_clamp_min", "trust_clamp_max", "momentum", "dampening", "nesterov",
@@ -273,6 +282,7 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   get(j, "dynamic_masking", r.dynamic_masking, where);
   get(j, "shuffle_window_shards", r.shuffle_window_shards, where);
   get(j, "bf16", r.bf16, where);
+  get_enum(j, "unpad", r.unpad, where);
   get(j, "do_train", r.do_train, where);
   get(j, "do_eval", r.do_eval, where);
   if (j.contains("optimizer")) optimizer_from(j["optimizer"], r.optimizer, where + ": optimizer");
@@ -306,6 +316,7 @@ json recipe_to(const PretrainRecipe& r) {
               {"dynamic_masking", r.dynamic_masking},
               {"shuffle_window_shards", r.shuffle_window_shards},
               {"bf16", r.bf16},
+              {"unpad", to_string(r.unpad)},
               {"do_train", r.do_train},
               {"do_eval", r.do_eval},
               {"phases", phases}};

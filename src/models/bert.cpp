@@ -203,7 +203,7 @@ BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_laye
   const bool params_need_grad = grad_mode_enabled();
   if (takes_unpadded_path(in)) {
     std::shared_ptr<const PackedTokens> tokens = pack_tokens(in);
-    BERTRAIN_CHECK(tokens != nullptr, "model input: --unpad=true needs left-aligned attention masks (1s, then 0s)");
+    BERTRAIN_CHECK(tokens != nullptr, "model input: --unpad=always needs left-aligned attention masks (1s, then 0s)");
     const int64_t n = tokens->cu_seqlens.back();
     Tensor pids = Tensor::empty({n}, DType::i32), ppos = Tensor::empty({n}, DType::i32),
            ptt = Tensor::empty({n}, DType::i32);
@@ -324,7 +324,7 @@ PretrainingOutput BertForPreTraining::forward(const BertInputs& in, const Pretra
       // padding position's output: weight 0 either way); a real one must be a real token.
       BERTRAIN_CHECK(q < len || wp[i * p + j] == 0.f, "pretraining targets: masked_lm_positions[", i, ", ", j,
                      "] = ", q, " is a padding position (the sequence has ", len,
-                     " tokens); use --unpad=false for such data");
+                     " tokens); use --unpad=never for such data");
       flat.data<int32_t>()[i * p + j] = q < len ? static_cast<int32_t>(start + q) : -1;
     }
   Variable rows = enc.unpadded ? gather_rows_or_zero(seq, flat)

@@ -81,6 +81,7 @@ struct PretrainTrainer::Impl {
     Rng init(r.seed, kInitStream);
     model = std::make_unique<BertForPreTraining>(cfg, init);
     model->bert().set_activation_checkpointing(r.activation_checkpointing);
+    model->bert().set_unpad(r.unpad);
     params = model->named_parameters();
     opt = make_optimizer(r.optimizer, params);
     std::vector<LrScheduleOptions> ph;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "bertrain/models/bert.h"
 #include "bertrain/optim/adamw.h"
 #include "bertrain/optim/lamb.h"
 #include "bertrain/optim/lars.h"
@@ -76,6 +77,9 @@ struct PretrainRecipe {
   /// Mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights (MatmulPrecision::bf16 in
   /// bertrain/ops/ops.h); also for evaluation. `--bf16` on the command line.
   bool bf16 = false;
+  /// The encoder path (models/bert.h Unpad): "auto" (default), "always" or "never"; `--unpad` on the command line.
+  /// Pretraining batches hold padding where short_seq_prob made a sequence short or a document ran out.
+  Unpad unpad = Unpad::automatic;
   bool do_train = true;
   bool do_eval = false;
   std::vector<PhaseRecipe> phases;
@@ -115,8 +119,10 @@ std::string to_string(LrConvention v);
 std::string to_string(LrDecay v);
 std::string to_string(LambAdaptation v);
 std::string to_string(WeightDecayMode v);
+std::string to_string(Unpad v);  ///< "auto", "always", "never"
 OptimizerName parse_optimizer_name(const std::string& s, const std::string& what);
 LrConvention parse_lr_convention(const std::string& s, const std::string& what);
 LrDecay parse_lr_decay(const std::string& s, const std::string& what);
+Unpad parse_unpad(const std::string& s, const std::string& what);
 
 }  // namespace bertrain

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bertrain/io/checkpoint.h"
+#include "bertrain/models/bert.h"
 #include "bertrain/models/bert_config.h"
 #include "bertrain/nn/module.h"
 #include "bertrain/tasks/batching.h"
@@ -41,6 +42,9 @@ struct FinetuneCommandOptions {
   /// Batch padding in training, evaluation and prediction (--pad_to_max_length, --pad_to_multiple_of):
   /// by default each batch is padded to its longest example rounded up to a multiple of 8.
   PaddingOptions padding;
+  /// The encoder path (--unpad auto|always|never, models/bert.h Unpad) in training, evaluation and prediction:
+  /// by default the unpadded encoder for batches with at least kUnpadMinPaddingFraction padding.
+  Unpad unpad = Unpad::automatic;
   /// The finetuning loop's options (train/finetune.h), with the flags' names: output_dir, train_batch_size,
   /// learning_rate, num_train_epochs, warmup_proportion, max_steps, seed, save_checkpoints_steps, optimizer,
   /// resume. output_dir also receives the evaluation and prediction files.

@@ -235,6 +235,7 @@ RunClassifierResult run_classifier(const RunClassifierOptions& o) {
   tasks::check_finetune_inputs(o, cfg, tok);
   Rng init(o.finetune.seed, 0x1417);
   BertForSequenceClassification model(cfg, init);
+  model.bert().set_unpad(o.unpad);
   tasks::load_init_checkpoint(o.init_checkpoint, model);
   if (!std::is_sorted(rows.begin(), rows.end())) reorder_classifier_outputs(model, rows);
   fs::create_directories(o.finetune.output_dir);

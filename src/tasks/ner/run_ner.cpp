@@ -217,6 +217,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
 
   Rng init(o.finetune.seed, 0x4e45);
   BertForTokenClassification model(cfg, init);
+  model.bert().set_unpad(o.unpad);
   tasks::load_init_checkpoint(o.init_checkpoint, model);
   const std::string& out_dir = o.finetune.output_dir;
   fs::create_directories(out_dir);

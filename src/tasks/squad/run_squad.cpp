@@ -172,6 +172,7 @@ RunSquadResult run_squad(const RunSquadOptions& o) {
 
   Rng init(o.finetune.seed, 0x1417);
   BertForQuestionAnswering model(cfg, init);
+  model.bert().set_unpad(o.unpad);
   tasks::load_init_checkpoint(o.init_checkpoint, model);
   const std::string& out = o.finetune.output_dir;
   fs::create_directories(out);
