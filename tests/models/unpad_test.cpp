@@ -122,27 +122,40 @@ Run run_qa(Unpad u, DType dt) {
   return {{s, e, loss.value().clone()}, grads_of(model)};
 }
 
+// Targets for kLens: row b's real slots (weight 1) at real positions; the empty slots (weight 0) point at
+// position 0, except row 1's last, which points at a padding position (7 >= 5): the unpadded path reads a zero
+// row there, the padded path the padding position's output; weight 0 either way.
+PretrainingTargets pretraining_targets(DType dt) {
+  PretrainingTargets tg;
+  tg.masked_lm_positions = Tensor::from_vector({1, 5, 20, 0, 0,  2, 3, 0, 0, 7,  16, 9, 1, 0, 0,  0, 0, 0, 0, 0,
+                                                 4, 7, 8, 0, 0,  22, 3, 11, 12, 0},
+                                                {6, 5}, DType::i32);
+  tg.masked_lm_ids = Tensor::from_vector({7, 8, 9, 0, 0,  10, 11, 0, 0, 0,  12, 13, 14, 0, 0,  0, 0, 0, 0, 0,
+                                           15, 16, 17, 0, 0,  18, 19, 20, 21, 0},
+                                          {6, 5}, DType::i32);
+  tg.masked_lm_weights = Tensor::from_vector({1, 1, 1, 0, 0,  1, 1, 0, 0, 0,  1, 1, 1, 0, 0,  0, 0, 0, 0, 0,
+                                               1, 1, 1, 0, 0,  1, 1, 1, 1, 0},
+                                              {6, 5}, dt);
+  tg.next_sentence_labels = Tensor::from_vector({0, 1, 1, 0, 1, 0}, {6}, DType::i32);
+  return tg;
+}
+
 Run run_pretraining(Unpad u, DType dt) {
   Rng init(3);
   BertForPreTraining model(config(), init, dt);
   model.bert().set_unpad(u);
   model.train();
   BertInputs in = batch(kLens, 24, 5);
-  PretrainingTargets tg;
-  tg.masked_lm_positions = Tensor::from_vector({1, 5, 20, 0, 0, 2, 3, 0, 0, 0, 16, 9, 1, 0, 0, 0, 0, 0, 4, 7, 8, 0, 0, 0,
-                                                 22, 3, 11, 12, 0, 0},
-                                                {6, 5}, DType::i32);
-  tg.masked_lm_ids = Tensor::from_vector({7, 8, 9, 0, 0, 10, 11, 0, 0, 0, 12, 13, 14, 0, 0, 0, 0, 0, 15, 16, 17, 0, 0, 0,
-                                           18, 19, 20, 21, 0, 0},
-                                          {6, 5}, DType::i32);
-  tg.masked_lm_weights = Tensor::from_vector({1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0,
-                                               1, 1, 1, 1, 0, 0},
-                                              {6, 5}, dt);
-  tg.next_sentence_labels = Tensor::from_vector({0, 1, 1, 0, 1, 0}, {6}, DType::i32);
+  PretrainingTargets tg = pretraining_targets(dt);
   PretrainingOutput o = model.forward(in, tg);
   o.loss.backward();
-  return {{o.mlm_logits.clone(), o.nsp_logits.clone(), o.mlm_loss.value().clone(), o.nsp_loss.value().clone()},
-          grads_of(model)};
+  // Logits of the weighted slots only (the one slot at a padding position differs by design, see above).
+  Tensor mlm = o.mlm_logits.clone();
+  const int64_t v = mlm.size(1);
+  for (int64_t i = 0; i < mlm.size(0); ++i)
+    if (tg.masked_lm_weights.get(i) == 0.0)
+      for (int64_t k = 0; k < v; ++k) mlm.set(i * v + k, 0.0);
+  return {{mlm, o.nsp_logits.clone(), o.mlm_loss.value().clone(), o.nsp_loss.value().clone()}, grads_of(model)};
 }
 
 }  // namespace
@@ -170,6 +183,23 @@ TEST(Unpad, QuestionAnsweringEqualsPadded) {
 
 TEST(Unpad, PretrainingEqualsPadded) {
   expect_same(run_pretraining(Unpad::never, DType::f32), run_pretraining(Unpad::always, DType::f32), 1e-5, "mlm+nsp");
+}
+
+TEST(Unpad, PretrainingRefusesAWeightedSlotAtPadding) {
+  Rng init(3);
+  BertForPreTraining model(config(), init);
+  model.bert().set_unpad(Unpad::always);
+  PretrainingTargets tg = pretraining_targets(DType::f32);
+  tg.masked_lm_weights.set(9, 1.0);  // row 1's slot at position 7 of a 5-token sequence now counts
+  try {
+    model.forward(batch(kLens, 24, 5), tg);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("masked_lm_positions[1, 4] = 7 is a padding position"), std::string::npos)
+        << e.what();
+  }
+  model.bert().set_unpad(Unpad::never);  // the padded path computes it
+  EXPECT_NO_THROW(model.forward(batch(kLens, 24, 5), tg));
 }
 
 TEST(Unpad, Bf16MatchesPaddedBf16) {
