@@ -128,6 +128,8 @@ TEST(RecipeOptions, BadValuesNameTheKey) {
             std::string::npos);
   EXPECT_NE(error_of({{"optimizer.layer_adaptation", "some"}}).find("layer_adaptation 'some' is not one of"),
             std::string::npos);
+  EXPECT_NE(error_of({{"unpad", "sometimes"}}).find("unpad 'sometimes' is not one of auto, always, never"),
+            std::string::npos);
   EXPECT_NE(error_of({{"optimizer.name", "adagrad"}}).find("name 'adagrad' is not one of lamb, adamw, adam, lars, sgd"),
             std::string::npos);
   EXPECT_NE(error_of({{"output_dir", "o"}, {"bert_config_file", "c"}, {"input_dir", "s"}, {"num_train_steps", "10"},
@@ -162,6 +164,8 @@ TEST(RecipeOptions, PretrainFlagsReachTheResolvedRecipe) {
     for (const auto& [k, v] : *opt) cmd += " '--optimizer." + k + "=" + v + "'";
     for (const auto& [k, v] : kPhase) cmd += " '--" + k + "=" + (k == "num_train_steps" ? std::string("2") : v) + "'";
     cmd += " --num_warmup_steps=1";
+    // The unpadded encoder forced: the shards' short sequences (short_seq_prob, document ends) run packed.
+    cmd += " --unpad=always";
     ASSERT_EQ(sh(cmd), 0) << cmd;
     const PretrainRecipe r = pretrain_recipe_from_json(
         test::read_file((dir / ("out_" + opt->front().second) / "recipe.json").string()), "recipe.json");
@@ -174,5 +178,15 @@ TEST(RecipeOptions, PretrainFlagsReachTheResolvedRecipe) {
     EXPECT_EQ(s.end_learning_rate, 0.0001);
     EXPECT_EQ(s.convention, LrConvention::hugging_face);
     EXPECT_EQ(s.warmup_proportion, 0.25);
+    EXPECT_EQ(r.unpad, Unpad::always);
+  }
+}
+
+TEST(RecipeOptions, UnpadKeyDefaultsToAutoAndRoundTrips) {
+  EXPECT_EQ(PretrainRecipe{}.unpad, Unpad::automatic);
+  for (const char* v : {"auto", "always", "never"}) {
+    PretrainRecipe r = load_pretrain_recipe("", {{"unpad", v}});
+    EXPECT_EQ(to_string(r.unpad), v);
+    EXPECT_EQ(pretrain_recipe_from_json(pretrain_recipe_to_json(r), "recipe.json").unpad, r.unpad);
   }
 }
