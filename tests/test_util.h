@@ -38,8 +38,9 @@ inline BertConfig tiny_bert_config(int64_t vocab_size, int64_t hidden_size, int6
 /// qa_outputs bias and the last layer's output LayerNorm bias (sums over positions of that gradient). Tests that
 /// compare two computations hold these to 1e-5 of the model's largest gradient element instead of their own.
 inline bool gradient_zero_in_exact_arithmetic(const std::string& name, int64_t num_layers, bool qa_loss) {
-  auto ends_with = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
-  if (ends_with("attention.self.key.bias")) return true;
+  const std::string key_bias = "attention.self.key.bias";
+  if (name.size() >= key_bias.size() && name.compare(name.size() - key_bias.size(), key_bias.size(), key_bias) == 0)
+    return true;
   return qa_loss && (name == "qa_outputs.bias" ||
                      name == "bert.encoder.layer." + std::to_string(num_layers - 1) + ".output.LayerNorm.bias");
 }

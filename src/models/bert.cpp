@@ -186,7 +186,8 @@ bool BertModel::takes_unpadded_path(const BertInputs& in) const {
   const int32_t* m = in.attention_mask.data<int32_t>();
   int64_t real = 0;
   for (int64_t i = 0; i < in.attention_mask.numel(); ++i) real += m[i] != 0;
-  const double padding = 1.0 - static_cast<double>(real) / static_cast<double>(std::max<int64_t>(1, in.attention_mask.numel()));
+  const double positions = static_cast<double>(std::max<int64_t>(1, in.attention_mask.numel()));
+  const double padding = 1.0 - static_cast<double>(real) / positions;
   return padding >= kUnpadMinPaddingFraction && pack_tokens(in) != nullptr;
 }
 

@@ -97,12 +97,6 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
 /// to every row of sample b (google-research/bert's (1 - attention_mask) * -10000). Not differentiable in mask.
 Variable softmax(const Variable& x, const Tensor& mask = Tensor());
 
-/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis; j the
-/// flat index within the row) is decided by 16 bits of the keyed Philox block (seed, stream,
-/// (first_row + r) * 2^32 + j / 8): word (j / 2) % 4, its low half for even j, high half for odd j. It is
-/// dropped when that 16-bit value is below round(p * 65536) (p to within 2^-17). So masks depend on the global
-/// sample index and the site, never on micro-batch split, rank or thread count, and fused ops that apply
-/// dropout themselves (attention, dropout_add_layer_norm) draw exactly the masks this op would.
 /// The real tokens of a padded (B, T) batch packed back to back (the unpadded encoder): token i is position
 /// position[i] of sample sample[i] (0-based within the batch); sequence b holds rows [cu_seqlens[b],
 /// cu_seqlens[b + 1]). N = sample.size() = position.size() = cu_seqlens.back().
@@ -110,6 +104,13 @@ struct PackedTokens {
   std::vector<int32_t> sample, position;
   std::vector<int64_t> cu_seqlens;  ///< B + 1 offsets
 };
+
+/// Identifies one dropout site's random draws. Element j of row r (r along axis 0, the sample axis; j the
+/// flat index within the row) is decided by 16 bits of the keyed Philox block (seed, stream,
+/// (first_row + r) * 2^32 + j / 8): word (j / 2) % 4, its low half for even j, high half for odd j. It is
+/// dropped when that 16-bit value is below round(p * 65536) (p to within 2^-17). So masks depend on the global
+/// sample index and the site, never on micro-batch split, rank or thread count, and fused ops that apply
+/// dropout themselves (attention, dropout_add_layer_norm) draw exactly the masks this op would.
 struct DropoutKey {
   uint64_t seed = 0;
   uint64_t stream = 0;    ///< one per dropout site (layer)
