@@ -288,3 +288,25 @@ TEST(Flops, PretrainingStepByFormula) {
   EXPECT_EQ(f.pooler_nsp, 6.0 * 32 * (128.0 * 128 + 2 * 128));
   EXPECT_EQ(f.total(), 26342572032.0);
 }
+
+// bench finetune's count on real tokens: each sequence at its own length; all lengths T equal the padded step.
+TEST(Flops, ClassifierStepOnRealTokens) {
+  BertConfig c;
+  c.hidden_size = 128;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 512;
+  const std::vector<int32_t> lengths = {5, 17, 3};
+  const BertStepFlops f = bert_classifier_flops(c, lengths, 2);
+  EXPECT_EQ(f.dense, 6.0 * 25 * 2 * (4.0 * 128 * 128 + 2.0 * 128 * 512));
+  EXPECT_EQ(f.attention, 12.0 * (25 + 289 + 9) * 2 * 64 * 2);
+  EXPECT_EQ(f.mlm_head, 0.0);
+  EXPECT_EQ(f.pooler_nsp, 6.0 * 3 * (128.0 * 128 + 128.0 * 2));
+  EXPECT_EQ(f.total(), 60274176.0);
+  // Padded to T = 32: the padded step's count is bert_pretraining_flops' encoder terms at B 3, T 32.
+  const std::vector<int32_t> padded = {32, 32, 32};
+  const BertStepFlops p = bert_classifier_flops(c, padded, 2);
+  const BertStepFlops q = bert_pretraining_flops(c, 3, 32, 0);
+  EXPECT_EQ(p.dense, q.dense);
+  EXPECT_EQ(p.attention, q.attention);
+}

@@ -5,6 +5,13 @@
 #   train_bf16: the same with --bf16 (one model): the JSON says bf16, mfu_fp32_peak = GFLOP/s / fp32 peak.
 #   No check compares two timings: they depend on how busy the machine is (DESIGN.md section 9).
 #   torch: scripts/bench_torch.py on bert-tiny (batch 4): the same JSON fields. Exit 77 (skipped) without torch.
+#   finetune: `bertrain bench finetune` on bert-tiny over a generated single-sentence TSV (48 rows, batch 4, T 32),
+#          paths padded, dynamic, unpad, auto, dynamic+gbl: the lengths against the reference tokenizer
+#          (scripts/bert_tokenizer_ref.py), each batch's T by the padding rule, the same batches on every path
+#          without +gbl, which steps took the unpadded encoder, FLOPs on real tokens by the formula, the rates as
+#          sums; and scripts/make_question_task.py on the SQuAD fixture (labels by its rule).
+#   torch_finetune: bench_torch.py --mode finetune on the same file: the same lengths and positions, batches padded
+#          to their longest, the same FLOP formula. Exit 77 without torch.
 set -euo pipefail
 build=$1 src=$2 mode=$3
 tmp=$(mktemp -d)
@@ -45,7 +52,115 @@ if fw == "bertrain":
 print(f"{len(recs)} records OK")
 PY
 }
+make_task() {  # DIR: a generic single-sentence train.tsv of 48 rows, 1 to 40 words (some truncated at T 32)
+  mkdir -p "$1"
+  /usr/bin/python3 - "$1" <<'PY'
+import sys
+words = "the quick brown fox jumps over a lazy dog while unaffable herons , watch ; what happened next ?".split()
+with open(sys.argv[1] + "/train.tsv", "w") as f:
+    f.write("sentence\tlabel\n")
+    for i in range(48):
+        n = (i * 17) % 40 + 1
+        f.write(" ".join(words[(i + k) % len(words)] for k in range(n)) + f"\t{i % 2}\n")
+PY
+}
+check_finetune_json() {  # FILE FRAMEWORK DATA_DIR PATHS...
+  /usr/bin/python3 - "$src" "$@" <<'PY'
+import json, sys
+src, path, fw, data_dir, paths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+sys.path.insert(0, src + "/scripts")
+import bert_tokenizer_ref as ref
+vocab = ref.load_vocab(src + "/data/vocab/bert-base-uncased-vocab.txt")
+rows = [l.rstrip("\n").split("\t") for l in open(data_dir + "/train.tsv")][1:]
+T_max, B, steps, n = 32, 4, 3, 48
+lens = [min(T_max, len([p for t in ref.basic_tokenize(r[0], True) for p in ref.wordpiece(t, vocab)]) + 2) for r in rows]
+assert max(lens) == T_max and min(lens) < 8, (min(lens), max(lens))  # some truncated, some short
+recs = [json.loads(l) for l in open(path)]
+assert [r["path"] for r in recs] == paths, [r["path"] for r in recs]
+# bert-tiny: L 2, H 128, NH 2, HS 64, I 512, 2 labels
+L, H, NH, HS, I, C = 2, 128, 2, 64, 512, 2
+def flops(ls):
+    return 6.0 * sum(ls) * L * (4 * H * H + 2 * H * I) + 12.0 * sum(x * x for x in ls) * NH * HS * L + 6.0 * len(ls) * (H * H + H * C)
+S = n // B
+for r in recs:
+    assert r["framework"] == fw and r["examples"] == n and r["batch_size"] == B and r["steps"] == steps, r
+    assert abs(r["mean_real_length"] - sum(lens) / n) < 1e-9, (r["mean_real_length"], sum(lens) / n)
+    assert r["positions"] == [(2 * k + 1) * S // (2 * steps) for k in range(steps)], r["positions"]
+    assert len(r["batch_lengths"]) == steps and all(len(b) == B for b in r["batch_lengths"])
+    assert sorted(x for b in r["batch_lengths"] for x in b) != [], r
+    assert all(x in lens for b in r["batch_lengths"] for x in b)
+    assert r["batch_real_tokens"] == [sum(b) for b in r["batch_lengths"]]
+    for b, T in zip(r["batch_lengths"], r["batch_seq_lengths"]):
+        if r["path"].startswith("padded"):
+            assert T == T_max, T
+        elif fw == "torch":
+            assert T == max(b), (T, b)  # DataCollatorWithPadding: the batch's longest
+        else:
+            assert T == min(T_max, -(-max(b) // 8) * 8), (T, b)  # rounded up to a multiple of 8
+    real, slots = sum(r["batch_real_tokens"]), B * sum(r["batch_seq_lengths"])
+    assert r["real_tokens"] == real and r["padded_tokens"] == slots
+    assert abs(r["padding_fraction"] - (1 - real / slots)) < 1e-12
+    assert abs(r["flops_real"] - sum(flops(b) for b in r["batch_lengths"])) <= 1e-9 * r["flops_real"]
+    assert abs(r["flops_padded"] - sum(flops([T] * B) for T in r["batch_seq_lengths"])) <= 1e-9 * r["flops_padded"]
+    total = r["total_seconds"]
+    assert total > 0 and abs(total - sum(r["step_seconds"])) < 1e-9 * total
+    assert abs(r["real_tokens_per_second"] - real / total) < 1e-9 * r["real_tokens_per_second"]
+    assert abs(r["sequences_per_second"] - B * steps / total) < 1e-9 * r["sequences_per_second"]
+    assert abs(r["gflops_real"] - r["flops_real"] / total / 1e9) < 1e-9 * r["gflops_real"]
+    assert r["mfu"] > 0 and abs(r["mfu"] - r["gflops_real"] / r["peak_gflops"]) < 1e-9 * r["mfu"]
+    assert 0.3 < r["loss_first"] < 1.5 and 0.3 < r["loss_last"] < 1.5, "two classes: loss near ln 2"
+    if fw == "bertrain":
+        # the encoder path each step took, by --unpad and the rule of auto (padding >= 10% of B x T)
+        for b, T, u in zip(r["batch_lengths"], r["batch_seq_lengths"], r["batch_unpadded"]):
+            want = {"always": 1, "never": 0, "auto": int(1 - sum(b) / (B * T) >= 0.10)}[r["unpad"]]
+            assert u == want, (r["path"], b, T, u)
+        assert r["unpadded_steps"] == sum(r["batch_unpadded"])
+if fw == "bertrain":
+    same = [r for r in recs if "+gbl" not in r["path"]]
+    assert all(r["batch_lengths"] == same[0]["batch_lengths"] for r in same), "paths must train on the same batches"
+    assert recs[0]["unpadded_steps"] == 0 and any(r["unpadded_steps"] == steps for r in recs)
+    gbl = [r for r in recs if r["path"].endswith("+gbl")]
+    # group_by_length: each batch from one mega-batch sorted by length (here 3 batches of 4 each), so a batch's
+    # lengths are non-increasing
+    assert all(b == sorted(b, reverse=True) for r in gbl for b in r["batch_lengths"]), gbl
+print(f"{len(recs)} records OK")
+PY
+}
 case "$mode" in
+  finetune)
+    make_task "$tmp/task"
+    paths=(padded dynamic unpad auto dynamic+gbl)
+    "$build/bertrain" bench finetune --task_name generic --data_dir "$tmp/task" --format tsv --labels 0,1 \
+      --vocab_file "$src/data/vocab/bert-base-uncased-vocab.txt" --models tiny --paths "$(IFS=,; echo "${paths[*]}")" \
+      --max_seq_length 32 --train_batch_size 4 --steps 3 --warmup 1 --peak_seconds 0.05 \
+      --json_out "$tmp/out.jsonl" | tee "$tmp/out.txt"
+    for h in real_tok_s seq_s pad_frac mfu_re unpadded peak_gflops "mean 1"; do
+      grep -q "$h" "$tmp/out.txt" || { echo "missing '$h' in the printed output"; exit 1; }
+    done
+    check_finetune_json "$tmp/out.jsonl" bertrain "$tmp/task" "${paths[@]}"
+    # a path that does not exist: one error line naming it, non-zero exit
+    if "$build/bertrain" bench finetune --data_dir "$tmp/task" --vocab_file x --paths padded,unpadded 2>"$tmp/err.txt"; then
+      echo "an unknown path was accepted"; exit 1
+    fi
+    grep -q "unknown path 'unpadded'" "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 1; }
+    # the single-sentence task of the SQuAD questions: every question in train.tsv with --every 0, label by rule
+    /usr/bin/python3 "$src/scripts/make_question_task.py" "$tmp/q" --squad "$src/tests/fixtures/squad/sample-v1.1.json" \
+      --every 0
+    printf 'sentence\tlabel\nWhich NFL team represented the AFC at Super Bowl 50?\t0\nWhich NFL team represented the NFC at Super Bowl 50?\t0\nWhere did Super Bowl 50 take place?\t0\nWhich NFL team won Super Bowl 50?\t0\nWhat color was used to emphasize the 50th anniversary of the Super Bowl?\t1\n' \
+      | cmp - "$tmp/q/train.tsv"
+    test "$(cat "$tmp/q/dev.tsv")" = "$(printf 'sentence\tlabel')"
+    ;;
+  torch_finetune)
+    /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipped: /usr/bin/python3 has no torch"; exit 77; }
+    make_task "$tmp/task"
+    /usr/bin/python3 "$src/scripts/bench_torch.py" --mode finetune --task_name generic --data_dir "$tmp/task" \
+      --labels 0,1 --models tiny --batch_size 4 --max_seq_length 32 --steps 3 --warmup 1 --peak_gflops 1000 \
+      --json_out "$tmp/out.jsonl" | tee "$tmp/out.txt"
+    for h in "OMP_WAIT_POLICY=PASSIVE" "OpenBLAS:" "group_by_length True" real_tok_s mfu_re; do
+      grep -q "$h" "$tmp/out.txt" || { echo "missing '$h' in the printed output"; exit 1; }
+    done
+    check_finetune_json "$tmp/out.jsonl" torch "$tmp/task" torch_dyn+gbl
+    ;;
   train)
     "$build/bertrain" bench train --models "tiny,$src/configs/model/bert-tiny.json" --seq_lens 128 --steps 2 \
       --warmup 1 --peak_seconds 0.05 --json_out "$tmp/out.jsonl" | tee "$tmp/out.txt"

@@ -14,6 +14,7 @@ declare -A bad=(
   [bench optim]="--iters 0"
   [bench peak]="--seconds 0"
   [bench tokenizer]="--vocab_file $no-vocab.txt --input_file $no.txt"
+  [bench finetune]="--data_dir $no --vocab_file $no-vocab.txt"
   [bench train]="--models no_such_model"
   [build-vocab]="--input_file $no.txt --output_dir $tmp/vocab --vocab_size 100"
   [convert]="--input $no --output $tmp/converted"

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "bertrain/models/bert_config.h"
+
 namespace bertrain::cli {
 
 /// A benchmark under `bertrain bench`: `setup` adds its options to `sub`; the returned function runs it and
@@ -26,6 +28,14 @@ std::vector<BenchCommand>& bench_registry();
 struct BenchRegistrar {
   explicit BenchRegistrar(BenchCommand c) { bench_registry().push_back(std::move(c)); }
 };
+
+/// The non-empty items of a comma-separated list: "a,,b" -> {"a", "b"}.
+std::vector<std::string> bench_split_commas(const std::string& s);
+
+/// Google's BERT sizes by name (google-research/bert README, "BERT-Tiny" ... "BERT-Base": tiny, mini, small,
+/// base), the same values as configs/model/bert-<name>.json; anything ending in .json is read as a config file
+/// instead. Throws bertrain::Error for an unknown name (and as load_bert_config).
+BertConfig bench_model_config(const std::string& name);
 
 /// Median wall time in seconds of `reps` calls of f, after `warmup` untimed calls.
 inline double median_seconds(const std::function<void()>& f, int reps, int warmup = 2) {

@@ -33,22 +33,8 @@
 #include "nlohmann/json.hpp"
 
 namespace bertrain::cli {
-namespace {
 
-struct TrainBenchFlags {
-  std::string models = "tiny,mini,small,base";
-  std::string seq_lens = "128,512";
-  int64_t batch_size = 0;               // 0: 4096 / T (32 at 128, 8 at 512)
-  int64_t max_predictions_per_seq = 0;  // 0: 20 * T / 128 (20 at 128, 80 at 512)
-  int steps = 10;
-  int warmup = 3;
-  uint64_t seed = 1;
-  double peak_seconds = 0.25;
-  std::string json_out;
-  bool bf16 = false;
-};
-
-std::vector<std::string> split_commas(const std::string& s) {
+std::vector<std::string> bench_split_commas(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
@@ -57,9 +43,7 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-/// Google's BERT sizes (google-research/bert README, "BERT-Tiny" ... "BERT-Base"), the same values as
-/// configs/model/bert-<name>.json; anything ending in .json is read as a config file instead.
-BertConfig model_config(const std::string& name) {
+BertConfig bench_model_config(const std::string& name) {
   if (name.size() > 5 && name.substr(name.size() - 5) == ".json") return load_bert_config(name);
   struct Size {
     const char* name;
@@ -77,8 +61,23 @@ BertConfig model_config(const std::string& name) {
       return c;
     }
   }
-  throw Error("bench train: unknown model '" + name + "': expected tiny, mini, small, base or a config .json path");
+  throw Error("bench: unknown model '" + name + "': expected tiny, mini, small, base or a config .json path");
 }
+
+namespace {
+
+struct TrainBenchFlags {
+  std::string models = "tiny,mini,small,base";
+  std::string seq_lens = "128,512";
+  int64_t batch_size = 0;               // 0: 4096 / T (32 at 128, 8 at 512)
+  int64_t max_predictions_per_seq = 0;  // 0: 20 * T / 128 (20 at 128, 80 at 512)
+  int steps = 10;
+  int warmup = 3;
+  uint64_t seed = 1;
+  double peak_seconds = 0.25;
+  std::string json_out;
+  bool bf16 = false;
+};
 
 struct Batch {
   BertInputs in;
@@ -188,9 +187,9 @@ int run_train_bench(const TrainBenchFlags& f) {
   BERTRAIN_CHECK(f.steps >= 1, "bench train: --steps must be >= 1, got ", f.steps);
   BERTRAIN_CHECK(f.warmup >= 0, "bench train: --warmup must be >= 0, got ", f.warmup);
   std::vector<std::pair<std::string, BertConfig>> models;
-  for (const auto& m : split_commas(f.models)) models.emplace_back(m, model_config(m));
+  for (const auto& m : bench_split_commas(f.models)) models.emplace_back(m, bench_model_config(m));
   std::vector<int64_t> lens;
-  for (const auto& s : split_commas(f.seq_lens)) {
+  for (const auto& s : bench_split_commas(f.seq_lens)) {
     size_t used = 0;
     int64_t t = 0;
     try {

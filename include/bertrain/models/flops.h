@@ -1,8 +1,10 @@
-// flops.h: model FLOPs of one BERT pretraining step (forward + backward), the numerator of model FLOPs
-// utilisation (MFU) in `bertrain bench train` and scripts/bench_torch.py.
+// flops.h: model FLOPs of one BERT pretraining step and of one sequence-classification finetuning step
+// (forward + backward), the numerators of model FLOPs utilisation (MFU) in `bertrain bench train`,
+// `bertrain bench finetune` and scripts/bench_torch.py.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "bertrain/models/bert_config.h"
 
@@ -27,5 +29,16 @@ struct BertStepFlops {
 /// (Kaplan et al. 2020; PaLM's MFU, Chowdhery et al. 2022, appendix B) with the attention term and the
 /// masked-only decoder made explicit. Shapes are taken as given (no validation).
 BertStepFlops bert_pretraining_flops(const BertConfig& config, int64_t B, int64_t T, int64_t P);
+
+/// Model FLOPs of one BertForSequenceClassification training step (forward + backward) counted on REAL tokens:
+/// the sequences of the batch have lengths[b] real tokens each ([CLS] and [SEP] included, padding excluded),
+/// and each is counted as if computed alone at its own length, whatever padding the step actually computed:
+///   encoder dense layers: 6 * sum_b L_b * L * (4*H*H + 2*H*I)
+///   attention matmuls:    3 * 2 * 2 * sum_b L_b^2 * NH * HS * L
+///   pooler + classifier:  6 * B * (H*H + H*C)                 (in `pooler_nsp`; `mlm_head` is 0)
+/// with C = num_labels. Same conventions as bert_pretraining_flops (2 flops per multiply-add, matmuls only,
+/// backward = 2 x forward). Passing every length as T gives the FLOPs of the padded step. This is the "MFU on real
+/// tokens" of issue 17: padding computed is work done but not counted. No validation of the lengths.
+BertStepFlops bert_classifier_flops(const BertConfig& config, std::span<const int32_t> lengths, int64_t num_labels);
 
 }  // namespace bertrain
