@@ -1,4 +1,4 @@
-// bench_util.h: the registry of `bertrain bench <name>` benchmarks and the timing, bandwidth and FMA-peak
+// bench_util.h: the registry of `bertrain bench <name>` benchmarks and the model sizes, timing, bandwidth and FMA-peak
 // helpers they share.
 #pragma once
 
