@@ -10,6 +10,7 @@
 #include <leveldb/options.h>
 #include <leveldb/table.h>
 #include <leveldb/table_builder.h>
+#include <snappy.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +145,89 @@ uint32_t extend_length(uint32_t crc, uint64_t len) {
   return crc32c::extend(crc, &len, 8);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Block bounds, checked before LevelDB sees the index.
+//
+// LevelDB 1.23's table reader allocates each block at the size its handle claims before reading it
+// (table/format.cc ReadBlock: new char[size + 5]), and a snappy block's output at the size the block's header
+// claims before decompressing (new char[uncompressed length]). A corrupt index can claim 2^63 bytes (fuzz finding
+// L1, README "Reliability"): std::bad_alloc out of leveldb::Table::Open, or gigabytes allocated for a few bytes of
+// file. So every block the reader will read (the footer's index block, then each data block its entries name) is
+// checked against the file first; format rules: LevelDB's doc/table_format.md and table/block.cc.
+
+constexpr size_t kFooterSize = 48;       // two BlockHandles (varint64 x 2 each), padding, 8-byte magic
+constexpr size_t kBlockTrailerSize = 5;  // compression type byte + masked CRC-32C
+// Snappy's largest expansion: a 3-byte copy element emits at most 64 bytes (format_description.txt), so no block
+// decompresses to more than 22 times its stored size.
+constexpr uint64_t kMaxSnappyRatio = 22;
+
+bool read_varint32(const char*& p, const char* end, uint32_t& v) {
+  uint64_t w;
+  const char* q = p;
+  if (!read_varint64(q, end, w) || w > 0xffffffffu || q - p > 5) return false;
+  p = q;
+  v = static_cast<uint32_t>(w);
+  return true;
+}
+
+struct BlockHandle {
+  uint64_t offset = 0, size = 0;
+};
+
+// Throws unless the block of `h` and its trailer lie inside the file and, when the block is snappy-compressed, its
+// claimed uncompressed size is one snappy can produce from it. With `contents`, returns the block's contents
+// (decompressed; empty where LevelDB will find the block corrupt itself).
+std::string checked_block(const std::string& file, const BlockHandle& h, const std::string& ip, const char* what,
+                          bool contents) {
+  const uint64_t limit = file.size() >= kFooterSize ? file.size() - kFooterSize : 0;
+  BERTRAIN_CHECK(h.size <= limit && h.size + kBlockTrailerSize <= limit && h.offset <= limit - h.size - kBlockTrailerSize,
+                 "TF checkpoint index '", ip, "': the ", what, " claims ", h.size, " bytes at offset ", h.offset,
+                 " but the table holds ", limit, ": corrupt (nothing allocated)");
+  const char* data = file.data() + h.offset;
+  const auto size = static_cast<size_t>(h.size);
+  if (data[size] != 1) return contents ? std::string(data, size) : std::string();  // 0: stored; others: LevelDB refuses
+  size_t ulength = 0;
+  if (!snappy::GetUncompressedLength(data, size, &ulength)) return {};  // LevelDB reports the corruption
+  BERTRAIN_CHECK(ulength <= kMaxSnappyRatio * h.size, "TF checkpoint index '", ip, "': the snappy-compressed ",
+                 what, " at offset ", h.offset, " claims ", ulength, " bytes from ", h.size, ": corrupt (nothing allocated)");
+  std::string out;
+  if (contents && !snappy::Uncompress(data, size, &out)) return {};
+  return out;
+}
+
+bool decode_handle(const char*& p, const char* end, BlockHandle& h) {
+  return read_varint64(p, end, h.offset) && read_varint64(p, end, h.size);
+}
+
+// The footer's index block and every data block it names, as LevelDB's two-level iterator walks them (from the
+// first restart point, entry after entry: table/block.cc DecodeEntry).
+void check_table_blocks(const std::string& file, const std::string& ip) {
+  if (file.size() < kFooterSize) return;  // LevelDB: "file is too short to be an sstable"
+  const char* p = file.data() + file.size() - kFooterSize;
+  const char* end = file.data() + file.size() - 8;
+  BlockHandle meta, index;
+  if (!decode_handle(p, end, meta) || !decode_handle(p, end, index)) return;  // LevelDB: bad block handle
+  const std::string block = checked_block(file, index, ip, "index block", true);
+  if (block.size() < 4) return;
+  const uint32_t num_restarts = le32(block.data() + block.size() - 4);
+  if (num_restarts == 0 || num_restarts > (block.size() - 4) / 4) return;  // LevelDB: an empty or corrupt block
+  const char* entries_end = block.data() + block.size() - 4 - 4 * static_cast<size_t>(num_restarts);
+  const uint32_t first = le32(entries_end);
+  if (first >= static_cast<size_t>(entries_end - block.data())) return;
+  for (const char* q = block.data() + first; q < entries_end;) {
+    uint32_t shared, non_shared, value_length;
+    if (!read_varint32(q, entries_end, shared) || !read_varint32(q, entries_end, non_shared) ||
+        !read_varint32(q, entries_end, value_length) ||
+        static_cast<uint64_t>(entries_end - q) < uint64_t{non_shared} + value_length)
+      return;  // LevelDB stops here with a corruption status
+    q += non_shared;
+    const char* v = q;
+    BlockHandle h;
+    if (decode_handle(v, q + value_length, h)) (void)checked_block(file, h, ip, "data block", false);
+    q += value_length;
+  }
+}
+
 }  // namespace
 
 std::string tf_dtype_name(int d) {
@@ -232,6 +316,7 @@ TfCheckpointReader TfCheckpointReader::open(const std::string& path) {
   BERTRAIN_CHECK(!ec && index_size <= kMaxIndexBytes, "TF checkpoint index '", ip, "': cannot read it (",
                  ec ? ec.message() : "larger than 1 GiB", ")");
   const std::string bytes = read_text_file(ip);
+  check_table_blocks(bytes, ip);
 
   leveldb::Options options;
   options.paranoid_checks = true;  // verify the index block's CRC when opening

@@ -22,6 +22,7 @@
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/tf_checkpoint.h"
 #include "bertrain/models/bert.h"
 #include "bertrain/tasks/glue/glue.h"
 #include "bertrain/tasks/squad/evaluate.h"
@@ -119,6 +120,32 @@ fs::path write_unwritten_shard(const std::string& name, hsize_t n, hsize_t t, hs
   return path;
 }
 
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  out += static_cast<char>(v);
+}
+
+// A LevelDB table footer (doc/table_format.md): metaindex and index handles, zero padding to 40 bytes, the magic.
+std::string leveldb_footer(uint64_t meta_offset, uint64_t meta_size, uint64_t index_offset, uint64_t index_size) {
+  std::string f;
+  put_varint(f, meta_offset);
+  put_varint(f, meta_size);
+  put_varint(f, index_offset);
+  put_varint(f, index_size);
+  f.resize(40, '\0');
+  return f + std::string("\x57\xfb\x80\x8b\x24\x75\x47\xdb", 8);
+}
+
+// A TF bundle PREFIX.index with `table` and an empty PREFIX.data-00000-of-00001; returns the prefix.
+std::string write_tf_bundle(const std::string& name, const std::string& table) {
+  write(name + ".data-00000-of-00001", "");
+  write(name + ".index", table);
+  return (temp_dir() / name).string();
+}
+
 }  // namespace
 
 TEST(ResourceLimits, SafetensorsClaimingTwoToTheSixtyElements) {
@@ -196,6 +223,29 @@ TEST(ResourceLimits, JsonNestedAMillionDeep) {
   o.text_a_column = "text";
   o.labels = {"0", "1"};
   expect_refused(jsonl.string(), [&] { (void)glue::make_glue_processor("generic", o)->get_train_examples(jsonl.parent_path().string()); });
+}
+
+TEST(ResourceLimits, TfIndexBlockClaimingTwoToTheSixtyTwoBytes) {
+  // The tiny BERT bundle's own index with its footer's index handle enlarged to 2^62 bytes, and one whose index
+  // block is a snappy block claiming 4 GiB from 8 bytes: LevelDB would allocate the claim before reading (fuzz
+  // finding L1), bertrain refuses first.
+  const std::string tiny = test::read_file(BERTRAIN_TEST_DATA_DIR "/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.index");
+  ASSERT_GT(tiny.size(), 48u);
+  const std::string body = tiny.substr(0, tiny.size() - 48);
+  const std::string huge = write_tf_bundle("tf/huge", body + leveldb_footer(0, 0, 0, uint64_t{1} << 62));
+  expect_refused(huge, [&] { (void)TfCheckpointReader::open(huge); });
+  std::string snappy_block;
+  put_varint(snappy_block, 0xffffffffu);   // the uncompressed length snappy's header claims
+  snappy_block += std::string("\x0c" "abcd", 5);  // a literal of 4 bytes
+  const std::string table = snappy_block + std::string("\x01\0\0\0\0", 5) +  // type 1: snappy, then a CRC
+                            leveldb_footer(0, 0, 0, snappy_block.size());
+  const std::string snappy = write_tf_bundle("tf/snappy", table);
+  expect_refused(snappy, [&] { (void)TfCheckpointReader::open(snappy); });
+  // The same prefix through --init_checkpoint's loader.
+  Rng rng(1);
+  BertForPreTraining model(test::tiny_bert_config(16, 4, 1, 2, 8, 512), rng);
+  LoadReport report;
+  expect_refused(huge, [&] { load_model(huge, model, report); });
 }
 
 TEST(ResourceLimits, CleanUp) { fs::remove_all(temp_dir()); }
