@@ -23,6 +23,30 @@ std::string printable(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+namespace {
+
+// The message with every control character but the tab escaped as printable() does (a no-op for the usual message).
+std::string one_line(const std::string& msg) {
+  const auto is_control = [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+  };
+  if (std::none_of(msg.begin(), msg.end(), is_control)) return msg;
+  std::string out;
+  size_t start = 0;
+  for (size_t i = 0; i <= msg.size(); ++i) {
+    if (i < msg.size() && !is_control(msg[i])) continue;
+    out += msg.substr(start, i - start);
+    if (i < msg.size()) out += printable(std::string_view(&msg[i], 1));
+    start = i + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Error::Error(const std::string& msg) : std::runtime_error(one_line(msg)) {}
+
 }  // namespace bertrain
 
 namespace bertrain::detail {

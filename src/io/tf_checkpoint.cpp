@@ -50,6 +50,14 @@ constexpr int kBundleVersion = 1;
 // (BundleWriter::Finish sets kNoCompression; the block size and restart interval are the table defaults).
 constexpr size_t kTfTableBlockSize = 262144;
 constexpr int kTfTableRestartInterval = 16;
+// Fuzz builds (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, libFuzzer's convention, set by -DBERTRAIN_FUZZ=ON) skip
+// the CRC-32C comparisons of index blocks and tensors, so that mutated files reach the parsers behind them instead
+// of stopping at the first checksum; every other check stays. Every other build verifies every checksum.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr bool kVerifyChecksums = false;
+#else
+constexpr bool kVerifyChecksums = true;
+#endif
 // An index is a few bytes per tensor: a larger "index" is a wrong file, not a checkpoint.
 constexpr uint64_t kMaxIndexBytes = uint64_t{1} << 30;
 
@@ -319,7 +327,7 @@ TfCheckpointReader TfCheckpointReader::open(const std::string& path) {
   check_table_blocks(bytes, ip);
 
   leveldb::Options options;
-  options.paranoid_checks = true;  // verify the index block's CRC when opening
+  options.paranoid_checks = kVerifyChecksums;  // verify the index block's CRC when opening
   options.compression = leveldb::kNoCompression;
   StringSource source(bytes);
   leveldb::Table* raw_table = nullptr;
@@ -327,7 +335,7 @@ TfCheckpointReader TfCheckpointReader::open(const std::string& path) {
   BERTRAIN_CHECK(st.ok(), "TF checkpoint index '", ip, "' is not a LevelDB table (", st.ToString(), ")");
   std::unique_ptr<leveldb::Table> table(raw_table);
   leveldb::ReadOptions ro;
-  ro.verify_checksums = true;
+  ro.verify_checksums = kVerifyChecksums;
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(table->NewIterator(ro));
   it->SeekToFirst();
@@ -438,7 +446,7 @@ std::string TfCheckpointReader::read_bytes(const std::string& name) const {
                    "': the DT_STRING element lengths do not add up to the entry's ", e.size, " bytes");
     uint32_t lcrc = 0;
     for (uint64_t len : layout->lengths) lcrc = extend_length(lcrc, len);
-    BERTRAIN_CHECK(crc32c::mask(lcrc) == layout->lengths_crc, "TF checkpoint data file '", sh.path, "', tensor '",
+    BERTRAIN_CHECK(!kVerifyChecksums || crc32c::mask(lcrc) == layout->lengths_crc, "TF checkpoint data file '", sh.path, "', tensor '",
                    name, "': CRC-32C mismatch of the string lengths");
     crc = 0;
     for (uint64_t len : layout->lengths) crc = extend_length(crc, len);
@@ -447,7 +455,7 @@ std::string TfCheckpointReader::read_bytes(const std::string& name) const {
   } else {
     crc = crc32c::value(bytes.data(), bytes.size());
   }
-  if (crc32c::mask(crc) != e.crc32c) {
+  if (kVerifyChecksums && crc32c::mask(crc) != e.crc32c) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "stored 0x%08x, computed 0x%08x", e.crc32c, crc32c::mask(crc));
     throw Error("TF checkpoint data file '" + sh.path + "', tensor '" + name + "': CRC-32C mismatch (" + buf +

@@ -122,3 +122,19 @@ TEST(CachingAllocator, ReusesFreedBlocks) {
   EXPECT_EQ(CachingAllocator::size_class(5000), 5120u);
   EXPECT_EQ(CachingAllocator::size_class(64), 64u);
 }
+
+TEST(Error, IsOneLineWhateverTheInputQuoted) {
+  // A file's bytes quoted in a message (a tensor name with a newline, a carriage return, an escape sequence) cannot
+  // split the error or rewrite the terminal line; a tab stays.
+  const std::string name = std::string("beta\nadam_m\r\x1b[2J\x7f") + '\0' + "x\ty";
+  EXPECT_EQ(std::string(Error("tensor '" + name + "' is bad").what()), "tensor 'beta\\nadam_m\\r\\x1b[2J\\x7f\\x00x\ty' is bad");
+  try {
+    BERTRAIN_CHECK(false, "file 'a\nb': line 3");
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "file 'a\\nb': line 3");
+  }
+  EXPECT_STREQ(Error("plain").what(), "plain");
+  // printable(): the same escapes (tabs too), cut at whole UTF-8 characters.
+  EXPECT_EQ(printable("a\tb\n\xc3\xa9\xc3\xa9", 5), "a\\tb\\n...");
+  EXPECT_EQ(printable("a\tb\n\xc3\xa9\xc3\xa9", 6), "a\\tb\\n\xc3\xa9...");
+}

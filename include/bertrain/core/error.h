@@ -10,10 +10,12 @@
 
 namespace bertrain {
 
-/// The one exception type bertrain throws. what() is a complete, user-readable sentence.
+/// The one exception type bertrain throws. what() is a complete, user-readable sentence on one line: control
+/// characters in `msg` (from a file's names or fields quoted in it) are written as \n, \r, \xNN, as printable()
+/// writes them (a tab stays a tab), so no input can split an error or rewrite the terminal line.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+  explicit Error(const std::string& msg);
 };
 
 /// `text` as it may appear inside an error message: every error is one line, so control characters from a file
