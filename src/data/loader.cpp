@@ -10,13 +10,16 @@
 #include <deque>
 #include <exception>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
+#include <type_traits>
 
 #include "bertrain/data/hdf5_shard.h"
+#include "core/json_number.h"
 
 namespace bertrain::data {
 namespace {
@@ -80,18 +83,24 @@ LoaderCursor LoaderCursor::from_json(const std::string& text) {
   LoaderCursor c;
   try {
     auto j = nlohmann::json::parse(text);
-    c.epoch = j.at("epoch").get<int64_t>();
+    // not get<T>(): a float out of T's range would be undefined behaviour there (core/json_number.h)
+    auto integer = [&](const nlohmann::json& obj, const char* key, auto& out) {
+      BERTRAIN_CHECK(bertrain::detail::json_to_integer(obj.at(key), out), "loader cursor: \"", key,
+                     "\" must be an integer from ", +std::numeric_limits<std::decay_t<decltype(out)>>::min(), " to ",
+                     +std::numeric_limits<std::decay_t<decltype(out)>>::max(), ", got ", obj.at(key).dump());
+    };
+    integer(j, "epoch", c.epoch);
     if (j.contains("position") && !j.contains("sample")) {
-      c.legacy_position = j.at("position").get<int64_t>();
+      integer(j, "position", c.legacy_position);
     } else {
-      c.sample = j.at("sample").get<int64_t>();
-      c.micro = j.at("micro").get<int64_t>();
+      integer(j, "sample", c.sample);
+      integer(j, "micro", c.micro);
     }
     const auto& r = j.at("rng");
-    c.shuffle_rng.seed = r.at("seed").get<uint64_t>();
-    c.shuffle_rng.stream = r.at("stream").get<uint64_t>();
-    c.shuffle_rng.counter = r.at("counter").get<uint64_t>();
-    c.shuffle_rng.used = r.at("used").get<uint32_t>();
+    integer(r, "seed", c.shuffle_rng.seed);
+    integer(r, "stream", c.shuffle_rng.stream);
+    integer(r, "counter", c.shuffle_rng.counter);
+    integer(r, "used", c.shuffle_rng.used);
   } catch (const nlohmann::json::exception& e) {
     BERTRAIN_CHECK(false, "loader cursor: malformed JSON (", e.what(), "): ", text);
   }

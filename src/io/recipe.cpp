@@ -3,14 +3,17 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "bertrain/core/error.h"
 #include "bertrain/core/json_limits.h"
+#include "core/json_number.h"
 
 namespace bertrain {
 
@@ -123,6 +126,12 @@ template <class T>
 bool get(const json& j, const char* key, T& out, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return false;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // not get<T>(): a float out of T's range would be undefined behaviour there (core/json_number.h)
+    BERTRAIN_CHECK(detail::json_to_integer(*it, out), where, ": key '", key, "' must be an integer from ",
+                   +std::numeric_limits<T>::min(), " to ", +std::numeric_limits<T>::max(), ", got ", it->dump());
+    return true;
+  }
   try {
     out = it->get<T>();
   } catch (const json::exception&) {

@@ -248,4 +248,54 @@ TEST(ResourceLimits, TfIndexBlockClaimingTwoToTheSixtyTwoBytes) {
   expect_refused(huge, [&] { load_model(huge, model, report); });
 }
 
+TEST(ResourceLimits, NumbersBeyondTheIntegersTheyFill) {
+  // A JSON number read into a C++ integer must fit it exactly (core/json_number.h). Fuzz finding in
+  // trainer_state.json: a data cursor seed of 63260384360604714397 (beyond uint64, so a float to nlohmann) was
+  // converted with a static_cast, undefined behaviour; 2.5 and 2^32 into an int were truncated and wrapped.
+  const std::string cursor_ok = R"({"epoch": 0, "sample": 0, "micro": 0, "rng": {"seed": 1, "stream": 0, "counter": 0, "used": 4}})";
+  const auto state = [&](const std::string& name, const std::string& body) {
+    return write("numbers/" + name + "/trainer_state.json", body).parent_path();
+  };
+  for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
+           {"seed", R"({"global_step": 1, "data_cursor": {"epoch": 0, "sample": 0, "micro": 0, "rng": {"seed": 63260384360604714397, "stream": 0, "counter": 0, "used": 4}}})"},
+           {"used", R"({"global_step": 1, "data_cursor": {"epoch": 0, "sample": 0, "micro": 0, "rng": {"seed": 1, "stream": 0, "counter": 0, "used": 4294967296}}})"},
+           {"epoch", R"({"global_step": 1, "data_cursor": {"epoch": 1e300, "sample": 0, "micro": 0, "rng": {"seed": 1, "stream": 0, "counter": 0, "used": 4}}})"},
+           {"global_step", R"({"global_step": 1e30})"},
+           {"global_step_null", R"({"global_step": null})"},
+           {"phase", R"({"global_step": 1, "phase": 2.5})"},
+           {"world_size", R"({"global_step": 1, "world_size": 4294967296})"},
+           {"best_step", R"({"global_step": 1, "best_step": -9.3e18})"},
+           {"seed_negative", R"({"global_step": 1, "seed": -1})"}}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = state(name, body);
+    expect_refused((dir / "trainer_state.json").string(), [&] { (void)TrainState::read(dir.string()); });
+  }
+  // Integral floats in range are what Python's json and int() accept: 7.0 is 7.
+  const TrainState s = TrainState::from_json(R"({"global_step": 7.0, "phase": 2, "seed": 18446744073709551615, "data_cursor": )" +
+                                             cursor_ok + "}", "state");
+  EXPECT_EQ(s.global_step, 7);
+  EXPECT_EQ(s.phase, 1);
+  EXPECT_EQ(s.seed, 18446744073709551615ull);
+  EXPECT_EQ(s.data_cursor.shuffle_rng.used, 4u);
+
+  const std::string recipe = test::read_file(BERTRAIN_SOURCE_DIR "/fuzz/corpus/recipe/quickstart").substr(1);
+  const auto with = [&](const std::string& from, const std::string& to) {
+    const size_t at = recipe.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return std::string(recipe).replace(at, from.size(), to);
+  };
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"train_batch_size\": 32", "\"train_batch_size\": 1e30"},
+           {"\"train_batch_size\": 32", "\"train_batch_size\": 32.5"},
+           {"\"seed\": 12345", "\"seed\": -1"},
+           {"\"seed\": 12345", "\"seed\": 1.8446744073709552e19"},
+           {"\"max_seq_length\": 128", "\"max_seq_length\": -9.3e18"}}) {
+    SCOPED_TRACE(to);
+    const fs::path p = write("numbers/recipe.json", with(from, to));
+    expect_refused(p.string(), [&] { (void)load_pretrain_recipe(p.string(), {}); });
+  }
+  const PretrainRecipe r = pretrain_recipe_from_json(with("\"num_train_steps\": 100", "\"num_train_steps\": 1e2"), "r");
+  EXPECT_EQ(r.phases.at(0).schedule.num_train_steps, 100);
+}
+
 TEST(ResourceLimits, CleanUp) { fs::remove_all(temp_dir()); }
