@@ -8,6 +8,8 @@
 #   2. Through the binary: bert-tiny finetuned 2 steps on the SQuAD fixture, then `run-squad --do_predict` padded
 #      to max_seq_length on the padded encoder, dynamically padded (length-sorted) on the unpadded encoder, and the
 #      defaults: the script finds the same answers (exit 0) and n-best logits within 1e-5 of each other.
+#   3. scripts/squad_predict_compare.py, one round on the same model and fixture: the three rows of its table, no
+#      differing question, the same EM/F1 on every path, and a rerun resumes without running anything.
 set -euo pipefail
 build=$1 src=$2
 cmp_py=("/usr/bin/python3" "$src/scripts/compare_squad_predictions.py")
@@ -102,4 +104,29 @@ assert m, sys.argv[1]
 assert int(m.group(1)) == 0 and float(m.group(2)) <= 1e-5 and float(m.group(3)) <= 1e-5, sys.argv[1]
 PY
 done
+
+# --- 3. scripts/squad_predict_compare.py, one round on the fixture: three paths, same answers, the table -------
+/usr/bin/python3 "$src/scripts/squad_predict_compare.py" --init_checkpoint "$tmp/model/checkpoint-2" \
+  --predict_file "$squad" --rounds 1 --out_dir "$tmp/cmp" --max_seq_length 96 --doc_stride 32 \
+  --bertrain "$bin" --vocab_file "$src/data/vocab/bert-base-uncased-vocab.txt" > "$tmp/cmp.md" 2> "$tmp/cmp.log" \
+  || { cat "$tmp/cmp.log" "$tmp/cmp.md" >&2; die "squad_predict_compare.py"; }
+for row in "| padded to max_seq_length, padded encoder (before dynamic padding) | \`--pad_to_max_length --unpad never\` |" \
+           "| bertrain's defaults: dynamic padding, length-sorted, --unpad auto | \`(none)\` |" \
+           "| dynamic padding, length-sorted, --unpad always | \`--unpad always\` |" \
+           "5 questions; largest n-best logit difference" "Differing questions: none."; do
+  grep -qF -- "$row" "$tmp/cmp.md" || { cat "$tmp/cmp.md" >&2; die "table lacks: $row"; }
+done
+[ "$(wc -l < "$tmp/cmp/results.jsonl")" -eq 3 ] || die "results.jsonl: expected 3 units"
+# EM/F1 of every path are squad-evaluate's of the padded run (same answers).
+/usr/bin/python3 - "$tmp/cmp/results.jsonl" <<'PY' || die "EM/F1 differ between paths"
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+assert len({(r["evaluate"]["exact_match"], r["evaluate"]["f1"]) for r in rs}) == 1, rs
+assert all(r["wall_seconds"] > 0 and r["compare"]["not_near_ties"] == 0 for r in rs if r["unit"] != "padded"), rs
+PY
+# A second run resumes: nothing is run again.
+/usr/bin/python3 "$src/scripts/squad_predict_compare.py" --init_checkpoint "$tmp/model/checkpoint-2" \
+  --predict_file "$squad" --rounds 1 --out_dir "$tmp/cmp" --max_seq_length 96 --doc_stride 32 \
+  --bertrain "$bin" --vocab_file "$src/data/vocab/bert-base-uncased-vocab.txt" 2> "$tmp/cmp2.log" > /dev/null
+! grep -q "^+" "$tmp/cmp2.log" || die "resume ran units again"
 echo "compare_squad_predictions: all checks passed"
