@@ -62,6 +62,8 @@ def run_unit(a, unit, out):
            "--vocab_file", a.vocab_file, "--do_lower_case=true", "--max_seq_length", str(a.max_seq_length),
            "--doc_stride", str(a.doc_stride), "--max_query_length", "64", "--predict_batch_size", str(a.predict_batch_size),
            "--do_predict", "--output_dir", out] + UNITS[unit]
+    if a.max_predict_examples:
+        cmd += ["--max_predict_examples", str(a.max_predict_examples)]
     os.makedirs(os.path.dirname(out), exist_ok=True)
     idle = idle_fraction()
     log(f"+ [machine idle {100 * idle:.0f}%] " + " ".join(shlex.quote(c) for c in cmd))
@@ -93,7 +95,8 @@ def summary(a, header, results):
          f"Command: `{header['command']}`.  ",
          "bertrain environment: " + (" ".join(f"{k}={v}" for k, v in header["environment"].items())
                                      or "none of " + ", ".join(ENV_REPORTED[:4]) + " set") + ".  ",
-         f"Model: `{a.init_checkpoint}`; predict file `{a.predict_file}`; f32, max_seq_length {a.max_seq_length}, "
+         f"Model: `{a.init_checkpoint}`; predict file `{a.predict_file}`"
+         + (f" (its first {a.max_predict_examples} questions)" if a.max_predict_examples else "") + f"; f32, max_seq_length {a.max_seq_length}, "
          f"doc_stride {a.doc_stride}, max_query_length 64, predict batch {a.predict_batch_size}. Wall time of the whole "
          f"`run-squad --do_predict` process; medians of {len(rounds)} alternating round(s).",
          "",
@@ -153,6 +156,8 @@ def main():
     ap.add_argument("--max_seq_length", type=int, default=384)
     ap.add_argument("--doc_stride", type=int, default=128)
     ap.add_argument("--predict_batch_size", type=int, default=32)
+    ap.add_argument("--max_predict_examples", type=int, default=0,
+                    help="predict only the first N questions (0: all); EM/F1 then count those only")
     ap.add_argument("--tolerance", type=float, default=1e-5, help="near-tie: largest score gap (logit units)")
     ap.add_argument("--bertrain", default=os.path.join(REPO, "build", "bertrain"))
     ap.add_argument("--vocab_file", default=os.path.join(REPO, "data", "vocab", "bert-base-uncased-vocab.txt"))
