@@ -96,7 +96,8 @@ def summary(a, header, results):
          "bertrain environment: " + (" ".join(f"{k}={v}" for k, v in header["environment"].items())
                                      or "none of " + ", ".join(ENV_REPORTED[:4]) + " set") + ".  ",
          f"Model: `{a.init_checkpoint}`; predict file `{a.predict_file}`"
-         + (f" (its first {a.max_predict_examples} questions)" if a.max_predict_examples else "") + f"; f32, max_seq_length {a.max_seq_length}, "
+         + (f" (its first {a.max_predict_examples} questions; EM/F1 by squad-evaluate over the whole file, "
+            "questions not predicted counting 0)" if a.max_predict_examples else "") + f"; f32, max_seq_length {a.max_seq_length}, "
          f"doc_stride {a.doc_stride}, max_query_length 64, predict batch {a.predict_batch_size}. Wall time of the whole "
          f"`run-squad --do_predict` process; medians of {len(rounds)} alternating round(s).",
          "",
@@ -157,7 +158,8 @@ def main():
     ap.add_argument("--doc_stride", type=int, default=128)
     ap.add_argument("--predict_batch_size", type=int, default=32)
     ap.add_argument("--max_predict_examples", type=int, default=0,
-                    help="predict only the first N questions (0: all); EM/F1 then count those only")
+                    help="predict only the first N questions (0: all); squad-evaluate still scores the whole file "
+                         "(questions not predicted count 0)")
     ap.add_argument("--tolerance", type=float, default=1e-5, help="near-tie: largest score gap (logit units)")
     ap.add_argument("--bertrain", default=os.path.join(REPO, "build", "bertrain"))
     ap.add_argument("--vocab_file", default=os.path.join(REPO, "data", "vocab", "bert-base-uncased-vocab.txt"))
