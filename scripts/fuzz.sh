@@ -52,10 +52,12 @@ for t in "${targets[@]}"; do
   [ -f "fuzz/dict/$t.dict" ] && opts+=(-dict="fuzz/dict/$t.dict")
   echo "fuzz.sh: $t: up to $runs executions or $seconds s; log $d/log"
   start=$(date +%s)
+  touch "$d/.started"  # findings are the artifacts of this run only (earlier runs' stay in $d)
   rc=0
   nice -n 19 "$BUILD_DIR/fuzz/fuzz_$t" "${opts[@]}" "$d/corpus" "fuzz/corpus/$t" >"$d/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$d/log" | tail -1)
-  finding=$(ls -t "$d"/crash-* "$d"/leak-* "$d"/timeout-* "$d"/oom-* "$d"/slow-unit-* 2>/dev/null | head -1 || true)
+  finding=$(find "$d" -maxdepth 1 -newer "$d/.started" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+            -o -name 'oom-*' -o -name 'slow-unit-*' \) | head -1)
   line=$(printf '%s\t%s\t%s\t%s\t%s\t%s' "$t" "${execs:-?}" "$(( $(date +%s) - start ))" "$rc" \
          "$(date -u +%Y-%m-%dT%H:%MZ)" "${finding:-none}")
   echo "$line" | tee -a "$OUT/summary.tsv"
