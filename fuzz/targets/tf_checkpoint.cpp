@@ -76,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           return;
         }
         const Tensor t = reader.load(e.name);
-        if (t.numel() != e.numel()) finding("tensor '" + e.name + "' has the wrong element count");
+        if (t.numel() != e.numel())
+          finding("tensor '" + e.name + "' " + e.shape_str() + " loaded with " + std::to_string(t.numel()) + " elements");
         (void)reader.load(e.name, DType::f32);
       });
     }

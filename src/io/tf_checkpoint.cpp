@@ -388,6 +388,9 @@ TfCheckpointReader TfCheckpointReader::open(const std::string& path) {
                      tf_dtype_name(e.dtype), " ", e.shape_str(), " needs ", e.numel() * es, " bytes, the entry says ",
                      e.size);
     }
+    // LevelDB keys are unique in a well-formed table; a corrupt one can repeat a key, and then load() would read
+    // the later entry under the earlier one's shape (fuzz finding).
+    BERTRAIN_CHECK(!impl->by_name.count(e.name), "TF checkpoint index '", ip, "': tensor '", e.name, "' appears twice");
     impl->by_name[e.name] = impl->entries.size();
     impl->entries.push_back(std::move(e));
   }
