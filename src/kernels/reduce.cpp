@@ -1,7 +1,10 @@
 // reduce.cpp: deterministic parallel reductions (see reduce.h).
 #include "kernels/reduce.h"
 
+#include <algorithm>
 #include <vector>
+
+#include "kernels/convert.h"
 
 namespace bertrain::kernels {
 
@@ -46,6 +49,30 @@ void sum_rows_prod(const T* a, const T* b, int64_t rows, int64_t cols, T* out_pr
 template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
   sum_rows_prod<T>(x, nullptr, rows, cols, nullptr, false, out, accumulate);
+}
+
+void sum_rows_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* dst, float* out, bool accumulate) {
+  const int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
+  const bool vec = cpu_has_avx512_bf16();
+  std::vector<float> pa(chunks * cols);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    float* sa = pa.data() + ch * cols;
+    for (int64_t c = 0; c < cols; ++c) sa[c] = 0;
+    const int64_t r1 = std::min(rows, (ch + 1) * kRowChunk);
+    for (int64_t r = ch * kRowChunk; r < r1; ++r) {
+      const float* ar = x + r * cols;
+      if (vec) f32_to_bf16_vector(ar, dst + r * cols, cols);
+      else f32_to_bf16_scalar(ar, dst + r * cols, cols);
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) sa[c] += ar[c];  // sum_rows_prod's loop: the same order
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    float s = 0;
+    for (int64_t ch = 0; ch < chunks; ++ch) s += pa[ch * cols + c];
+    out[c] = accumulate ? out[c] + s : s;
+  }
 }
 
 template <class T>

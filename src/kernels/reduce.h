@@ -18,6 +18,13 @@ template <class T>
 void sum_rows_prod(const T* a, const T* b, int64_t rows, int64_t cols, T* out_prod, bool acc_prod, T* out_a,
                    bool acc_a);
 
+/// sum_rows fused with the bf16 rounding of x, in one pass (mixed precision's linear backward: the incoming
+/// gradient is rounded to bf16 for the two gradient gemms and summed over rows for the bias gradient while each
+/// row is in cache). dst (rows, cols) receives x rounded to bf16 bits as kernels/convert.h's f32_to_bf16 does
+/// (the same bits); out[c] (+)= sum over rows r of x[r * cols + c], bit-identical to sum_rows (the same chunks
+/// of kRowChunk rows, the same order). x and dst must not overlap.
+void sum_rows_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* dst, float* out, bool accumulate);
+
 /// Sum of all n elements, in chunks of 4096 combined in order.
 template <class T>
 double sum_all(const T* x, int64_t n);

@@ -87,14 +87,14 @@ Variable BertEmbeddings::forward(const BertInputs& in) const {
   Tensor tt = in.token_type_ids.defined() ? in.token_type_ids : Tensor::zeros({b, t}, DType::i32);
   Variable e = add(word_->forward(ids), position_->forward(pos));  // (B, T, H) + (T, H)
   e = add(e, token_type_->forward(tt));
-  return dropout_->forward(norm_->forward(e), in.dropout_seed, in.first_sample);
+  return norm_->forward_dropout(e, *dropout_, in.dropout_seed, in.first_sample);  // layer_norm_dropout
 }
 
 Variable BertEmbeddings::forward_packed(const Tensor& ids, const Tensor& positions, const Tensor& token_types,
                                         const std::shared_ptr<const PackedTokens>& tokens, const BertInputs& in) const {
   Variable e = add(word_->forward(ids), position_->forward(positions));  // (N, H), the padded path's sums
   e = add(e, token_type_->forward(token_types));
-  return dropout_->forward(norm_->forward(e), in.dropout_seed, in.first_sample, tokens);
+  return norm_->forward_dropout(e, *dropout_, in.dropout_seed, in.first_sample, tokens);
 }
 
 BertLayer::BertLayer(const BertConfig& c, int i, Rng& rng, DType dt) : c_(c) {
@@ -119,12 +119,26 @@ BertLayer::BertLayer(const BertConfig& c, int i, Rng& rng, DType dt) : c_(c) {
   out_dropout_ = out->register_module("dropout", std::make_shared<Dropout>(c.hidden_dropout_prob, layer_stream(i, 2)));
 }
 
+bool BertLayer::fuse_qkv(const Variable& x) const {
+  if (fused_qkv_ == FusedQkv::always) return true;
+  if (fused_qkv_ == FusedQkv::never) return false;
+  return x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16;
+}
+
+Variable BertLayer::qkv(const Variable& x) const {
+  return linear_concat(x, {query_->weight(), key_->weight(), value_->weight()},
+                       {query_->bias(), key_->bias(), value_->bias()});  // (.., 3H): Q | K | V
+}
+
 Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInputs& in) const {
   const int64_t nh = c_.num_attention_heads, hs = c_.head_size();
+  const double sc = 1.0 / std::sqrt(static_cast<double>(hs));
+  const DropoutKey pkey = probs_dropout_->key(in.dropout_seed, in.first_sample);
   // Q, K, V and the context stay (B, T, H) = (B, T, NH, HS): the fused op reads the heads with strides.
-  Variable ctx = attention(query_->forward(x), key_->forward(x), value_->forward(x), nh, mask,
-                           1.0 / std::sqrt(static_cast<double>(hs)), probs_dropout_->p(),
-                           probs_dropout_->is_training(), probs_dropout_->key(in.dropout_seed, in.first_sample));
+  Variable ctx = fuse_qkv(x) ? attention_qkv(qkv(x), nh, mask, sc, probs_dropout_->p(), probs_dropout_->is_training(),
+                                             pkey)
+                             : attention(query_->forward(x), key_->forward(x), value_->forward(x), nh, mask, sc,
+                                         probs_dropout_->p(), probs_dropout_->is_training(), pkey);
   // layer_norm(dropout(dense(.)) + residual), each fused into one op.
   Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed, in.first_sample);
   Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (B, T, I)
@@ -133,10 +147,14 @@ Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInp
 
 Variable BertLayer::forward_packed(const Variable& x, const std::shared_ptr<const PackedTokens>& tokens,
                                    const BertInputs& in) const {
-  const int64_t hs = c_.head_size();
-  Variable ctx = attention_varlen(query_->forward(x), key_->forward(x), value_->forward(x), c_.num_attention_heads,
-                                  tokens->cu_seqlens, 1.0 / std::sqrt(static_cast<double>(hs)), probs_dropout_->p(),
-                                  probs_dropout_->is_training(), probs_dropout_->key(in.dropout_seed, in.first_sample));
+  const int64_t nh = c_.num_attention_heads, hs = c_.head_size();
+  const double sc = 1.0 / std::sqrt(static_cast<double>(hs));
+  const DropoutKey pkey = probs_dropout_->key(in.dropout_seed, in.first_sample);
+  Variable ctx = fuse_qkv(x) ? attention_varlen_qkv(qkv(x), nh, tokens->cu_seqlens, sc, probs_dropout_->p(),
+                                                    probs_dropout_->is_training(), pkey)
+                             : attention_varlen(query_->forward(x), key_->forward(x), value_->forward(x), nh,
+                                                tokens->cu_seqlens, sc, probs_dropout_->p(),
+                                                probs_dropout_->is_training(), pkey);
   Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed,
                                              in.first_sample, tokens);
   Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (N, I)
@@ -177,6 +195,11 @@ BertModel::BertModel(const BertConfig& c, Rng& rng, DType dt, bool add_pooler) :
     pooler_ = pooler->register_module("dense", std::make_shared<Linear>(c.hidden_size, c.hidden_size, true,
                                                                          c.initializer_range, rng, dt));
   }
+}
+
+void BertModel::set_fused_qkv(FusedQkv f) {
+  fused_qkv_ = f;
+  for (const auto& l : layers_) l->set_fused_qkv(f);
 }
 
 bool BertModel::takes_unpadded_path(const BertInputs& in) const {

@@ -89,6 +89,12 @@ Variable LayerNorm::forward_residual(const Variable& x, const Variable& residual
                                 dropout.key(seed, first_row, tokens));
 }
 
+Variable LayerNorm::forward_dropout(const Variable& x, const Dropout& dropout, uint64_t seed, int64_t first_row,
+                                    const std::shared_ptr<const PackedTokens>& tokens) const {
+  return layer_norm_dropout(x, weight_, bias_, eps_, dropout.p(), dropout.is_training(),
+                            dropout.key(seed, first_row, tokens));
+}
+
 Embedding::Embedding(int64_t num, int64_t dim, double init_std, Rng& rng, DType dtype) {
   weight_ = register_parameter("weight", Tensor::truncated_normal({num, dim}, 0.0, init_std, rng, dtype));
 }

@@ -28,14 +28,19 @@ inline int64_t attention_dropout_offset(int64_t head, int64_t query) {
 // to bf16 by detail::operand (same layout, so the same strides), f32 accumulation and result.
 using detail::operand;
 
-// Shapes: q (B, TQ, NH*HS); k, v (B, TK, NH*HS); scores and probabilities (B, NH, TQ, TK).
+// Shapes: q (B, TQ, NH*HS); k, v (B, TK, NH*HS); scores and probabilities (B, NH, TQ, TK). q, k and v (and their
+// gradients) are rows of ld elements: ld = H for three separate tensors, 3H for the fused projection's (B, T, 3H)
+// output (attention_qkv), where Q, K and V start at columns 0, H and 2H. The context is always (B, TQ, H).
 struct AttnDims {
   int64_t b, tq, tk, nh, hs;
+  int64_t ld;
   int64_t h() const { return nh * hs; }
-  // Head h of sample b of a (B, T, NH, HS) tensor as a (T, HS) matrix; transposed: (HS, T).
+  // Head h of sample b of q, k or v (rows of ld) as a (T, HS) matrix; transposed: (HS, T).
   GemmStrides heads(int64_t t, bool trans) const {
-    return trans ? GemmStrides{t * h(), hs, 1, h()} : GemmStrides{t * h(), hs, h(), 1};
+    return trans ? GemmStrides{t * ld, hs, 1, ld} : GemmStrides{t * ld, hs, ld, 1};
   }
+  // The same for the context (B, TQ, NH, HS) and its gradient.
+  GemmStrides ctx(int64_t t) const { return GemmStrides{t * h(), hs, h(), 1}; }
   // (B, NH, TQ, TK) as matrices (TQ, TK); transposed: (TK, TQ).
   GemmStrides probs(bool trans) const {
     return trans ? GemmStrides{nh * tq * tk, tq * tk, 1, tk} : GemmStrides{nh * tq * tk, tq * tk, tk, 1};
@@ -96,14 +101,65 @@ void softmax_dropout_row_bwd(T* g, const T* yr, const uint8_t* kr, int64_t n, T 
   for (int64_t i = 0; i < n; ++i) g[i] = scale * (yr[i] * (g[i] - s));
 }
 
+// Where q, k and v (and so their gradients) live: three tensors (the op's inputs 0, 1, 2), or one packed (B, T, 3H)
+// tensor (input 0) with each at its own column offset; element offsets of row 0 within their tensors.
+struct QkvLayout {
+  bool packed = false;
+  int64_t q_off = 0, k_off = 0, v_off = 0;
+};
+
+// The gradient destinations of q, k, v for a backward: base pointers (offset into a packed gradient) and whether
+// each accumulates; null where no gradient is needed.
+struct QkvGrads {
+  char* q = nullptr;
+  char* k = nullptr;
+  char* v = nullptr;
+  bool acc_q = false, acc_k = false, acc_v = false;
+  static QkvGrads prepare(const QkvLayout& l, const Tensor& q, const Tensor& k, const Tensor& v, DType dt,
+                          std::vector<GradSlot>& g) {
+    QkvGrads r;
+    const int64_t osz = static_cast<int64_t>(dtype_size(dt));
+    if (l.packed) {
+      if (!g[0].needed()) return r;
+      char* base = static_cast<char*>(g[0].prepare(q.shape(), dt).raw_data());
+      r.q = base + l.q_off * osz;
+      r.k = base + l.k_off * osz;
+      r.v = base + l.v_off * osz;
+      r.acc_q = r.acc_k = r.acc_v = g[0].accumulate;
+      return r;
+    }
+    if (g[0].needed()) r.q = static_cast<char*>(g[0].prepare(q.shape(), dt).raw_data()), r.acc_q = g[0].accumulate;
+    if (g[1].needed()) r.k = static_cast<char*>(g[1].prepare(k.shape(), dt).raw_data()), r.acc_k = g[1].accumulate;
+    if (g[2].needed()) r.v = static_cast<char*>(g[2].prepare(v.shape(), dt).raw_data()), r.acc_v = g[2].accumulate;
+    return r;
+  }
+};
+
+// bf16 (or as-is) operands of q, k, v for the products: a packed tensor is rounded once for all three.
+struct QkvOperands {
+  const QkvLayout& l;
+  bool bf;
+  Tensor packed;
+  Tensor get(const Tensor& t) {
+    if (!l.packed) return operand(t, bf);
+    if (!packed.defined()) packed = operand(t, bf);
+    return packed;
+  }
+};
+
+inline const char* at(const Tensor& t, int64_t elems) {
+  return static_cast<const char*>(t.raw_data()) + elems * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+
 struct AttentionOp {
   static constexpr const char* kName = "attention";
   struct Saved {
-    Tensor q, k, v;  // (B, TQ, H), (B, TK, H), (B, TK, H)
+    Tensor q, k, v;  // (B, TQ, H), (B, TK, H), (B, TK, H); or the same (B, T, 3H) tensor three times
     Tensor y;        // softmax before dropout (B, NH, TQ, TK)
     Tensor probs;    // after dropout (the P of P V); the same tensor as y without dropout
     Tensor keep;     // i8 (B, NH, TQ, TK), undefined without dropout
     AttnDims d;
+    QkvLayout layout;
     double scale, drop_scale;
     bool bf16;  // the forward's products ran in bf16: so do the backward's
   };
@@ -134,24 +190,26 @@ struct AttentionOp {
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dctx, std::vector<GradSlot>& g) {
     const AttnDims& d = sv.d;
+    const QkvLayout& l = sv.layout;
     const DType dt = dctx.dtype();
-    const GemmStrides hq = d.heads(d.tq, false), hk = d.heads(d.tk, false);
+    const GemmStrides hq = d.heads(d.tq, false), hk = d.heads(d.tk, false), cq = d.ctx(d.tq);
     const bool bf = sv.bf16;
     const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
     const Tensor dc = operand(dctx, bf);
+    const QkvGrads gr = QkvGrads::prepare(l, sv.q, sv.k, sv.v, dt, g);
+    QkvOperands ops{l, bf, Tensor()};
     // dV = P^T dctx: (TK, TQ) x (TQ, HS).
-    if (g[2].needed()) {
-      Tensor& dv = g[2].prepare(sv.v.shape(), dt);
+    if (gr.v) {
       const Tensor pb = operand(sv.probs, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, pb.raw_data(), d.probs(true), dc.raw_data(), hq,
-                            dv.raw_data(), hk, g[2].accumulate);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, pb.raw_data(), d.probs(true), dc.raw_data(), cq, gr.v,
+                            hk, gr.acc_v);
     }
-    if (!g[0].needed() && !g[1].needed()) return;
+    if (!gr.q && !gr.k) return;
     // dP = dctx V^T: (TQ, HS) x (HS, TK), then turned in place into the gradient of Q K^T.
     Tensor ds = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
     {
-      const Tensor vb = operand(sv.v, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, dc.raw_data(), hq, vb.raw_data(), d.heads(d.tk, true),
+      const Tensor vb = ops.get(sv.v);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, dc.raw_data(), cq, at(vb, l.v_off), d.heads(d.tk, true),
                             ds.raw_data(), d.probs(false), false);
     }
     softmax_dropout_bwd<T>(d, ds.data<T>(), sv.y.data<T>(),
@@ -159,23 +217,70 @@ struct AttentionOp {
                            static_cast<T>(sv.drop_scale), static_cast<T>(sv.scale));
     const Tensor dsb = operand(ds, bf);
     // dQ = dS K: (TQ, TK) x (TK, HS); dK = dS^T Q: (TK, TQ) x (TQ, HS).
-    if (g[0].needed()) {
-      Tensor& dq = g[0].prepare(sv.q.shape(), dt);
-      const Tensor kb = operand(sv.k, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, dsb.raw_data(), d.probs(false), kb.raw_data(), hk,
-                            dq.raw_data(), hq, g[0].accumulate);
+    if (gr.q) {
+      const Tensor kb = ops.get(sv.k);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, dsb.raw_data(), d.probs(false), at(kb, l.k_off), hk,
+                            gr.q, hq, gr.acc_q);
     }
-    if (g[1].needed()) {
-      Tensor& dk = g[1].prepare(sv.k.shape(), dt);
-      const Tensor qb = operand(sv.q, bf);
-      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, dsb.raw_data(), d.probs(true), qb.raw_data(), hq,
-                            dk.raw_data(), hk, g[1].accumulate);
+    if (gr.k) {
+      const Tensor qb = ops.get(sv.q);
+      kernels::gemm_strided(gdt, d.b, d.nh, d.tk, d.hs, d.tq, dsb.raw_data(), d.probs(true), at(qb, l.q_off), hq,
+                            gr.k, hk, gr.acc_k);
     }
   }
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
   }
 };
+
+}  // namespace
+
+namespace {
+
+// The forward of attention() and attention_qkv(): q, k, v are the values of `inputs` in `layout`.
+Variable attention_forward(const std::vector<Variable>& inputs, const Tensor& qv, const Tensor& kv, const Tensor& vv,
+                           const QkvLayout& layout, AttnDims d, const Tensor& mask, double scale, double p,
+                           bool training, const DropoutKey& key) {
+  if (mask.defined()) {
+    BERTRAIN_CHECK(mask.shape() == Shape({d.b, d.tk}), "attention: mask ", mask.shape().str(), " does not fit k ",
+                   kv.shape().str(), ": expected (", d.b, ", ", d.tk, ")");
+    BERTRAIN_CHECK(mask.dtype() == qv.dtype(), "attention: mask dtype ", dtype_name(mask.dtype()), " differs from ",
+                   dtype_name(qv.dtype()));
+  }
+  BERTRAIN_CHECK(d.tq <= kAttnKeyStride && d.tk <= kAttnKeyStride && d.nh <= 2048, "attention: ", d.nh, " heads of ",
+                 d.tq, " x ", d.tk, " exceed the dropout key space (at most 2048 heads and 4096 positions)");
+  const DType dt = qv.dtype();
+  const bool bf = detail::bf16_product(qv);
+  const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
+  const bool drop = training && p > 0.0;
+  QkvOperands ops{layout, bf, Tensor()};
+  // scores = Q K^T per (sample, head): (TQ, HS) x (HS, TK), then scale, mask, softmax, dropout in one pass.
+  Tensor y = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
+  {
+    const Tensor qb = ops.get(qv), kb = ops.get(kv);
+    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, at(qb, layout.q_off), d.heads(d.tq, false),
+                          at(kb, layout.k_off), d.heads(d.tk, true), y.raw_data(), d.probs(false), false);
+  }
+  Tensor probs = y, keep;
+  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
+  if (drop) {
+    probs = Tensor::empty(y.shape(), dt);
+    keep = Tensor::empty(y.shape(), DType::i8);
+  }
+  BERTRAIN_DISPATCH_FLOAT(dt, "attention",
+                          AttentionOp::softmax_dropout_fwd<T>(
+                              d, y.data<T>(), mask.defined() ? mask.data<T>() : nullptr, static_cast<T>(scale),
+                              y.data<T>(), probs.data<T>(), drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr,
+                              key, kernels::dropout_threshold16(p), static_cast<T>(ds)));
+  // ctx = P V: (TQ, TK) x (TK, HS), written straight into the (B, TQ, NH, HS) layout.
+  Tensor ctx = Tensor::empty({d.b, d.tq, d.h()}, dt);
+  {
+    const Tensor pb = operand(probs, bf), vb = ops.get(vv);
+    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, pb.raw_data(), d.probs(false), at(vb, layout.v_off),
+                          d.heads(d.tk, false), ctx.raw_data(), d.ctx(d.tq), false);
+  }
+  return detail::record<AttentionOp>(ctx, inputs, {qv, kv, vv, y, probs, keep, d, layout, scale, ds, bf});
+}
 
 }  // namespace
 
@@ -194,45 +299,22 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
   BERTRAIN_CHECK(num_heads > 0 && qv.size(2) % num_heads == 0, "attention: hidden size ", qv.size(2),
                  " is not a multiple of num_heads ", num_heads);
   BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "attention: dropout p must be in [0, 1), got ", p);
-  AttnDims d{qv.size(0), qv.size(1), kv.size(1), num_heads, qv.size(2) / num_heads};
-  if (mask.defined()) {
-    BERTRAIN_CHECK(mask.shape() == Shape({d.b, d.tk}), "attention: mask ", mask.shape().str(),
-                   " does not fit k ", kv.shape().str(), ": expected (", d.b, ", ", d.tk, ")");
-    BERTRAIN_CHECK(mask.dtype() == qv.dtype(), "attention: mask dtype ", dtype_name(mask.dtype()), " differs from ",
-                   dtype_name(qv.dtype()));
-  }
-  BERTRAIN_CHECK(d.tq <= kAttnKeyStride && d.tk <= kAttnKeyStride && d.nh <= 2048, "attention: ", d.nh, " heads of ",
-                 d.tq, " x ", d.tk, " exceed the dropout key space (at most 2048 heads and 4096 positions)");
-  const DType dt = qv.dtype();
-  const bool bf = detail::bf16_product(qv);
-  const DType gdt = bf ? DType::bf16 : dt;  // operand dtype of the products (results stay dt)
-  const bool drop = training && p > 0.0;
-  // scores = Q K^T per (sample, head): (TQ, HS) x (HS, TK), then scale, mask, softmax, dropout in one pass.
-  Tensor y = Tensor::empty({d.b, d.nh, d.tq, d.tk}, dt);
-  {
-    const Tensor qb = operand(qv, bf), kb = operand(kv, bf);
-    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.tk, d.hs, qb.raw_data(), d.heads(d.tq, false), kb.raw_data(),
-                          d.heads(d.tk, true), y.raw_data(), d.probs(false), false);
-  }
-  Tensor probs = y, keep;
-  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
-  if (drop) {
-    probs = Tensor::empty(y.shape(), dt);
-    keep = Tensor::empty(y.shape(), DType::i8);
-  }
-  BERTRAIN_DISPATCH_FLOAT(dt, "attention",
-                          AttentionOp::softmax_dropout_fwd<T>(
-                              d, y.data<T>(), mask.defined() ? mask.data<T>() : nullptr, static_cast<T>(scale),
-                              y.data<T>(), probs.data<T>(), drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr,
-                              key, kernels::dropout_threshold16(p), static_cast<T>(ds)));
-  // ctx = P V: (TQ, TK) x (TK, HS), written straight into the (B, TQ, NH, HS) layout.
-  Tensor ctx = Tensor::empty(qv.shape(), dt);
-  {
-    const Tensor pb = operand(probs, bf), vb = operand(vv, bf);
-    kernels::gemm_strided(gdt, d.b, d.nh, d.tq, d.hs, d.tk, pb.raw_data(), d.probs(false), vb.raw_data(),
-                          d.heads(d.tk, false), ctx.raw_data(), d.heads(d.tq, false), false);
-  }
-  return detail::record<AttentionOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, d, scale, ds, bf});
+  const AttnDims d{qv.size(0), qv.size(1), kv.size(1), num_heads, qv.size(2) / num_heads, qv.size(2)};
+  return attention_forward({q, k, v}, qv, kv, vv, QkvLayout{}, d, mask, scale, p, training, key);
+}
+
+Variable attention_qkv(const Variable& qkv, int64_t num_heads, const Tensor& mask, double scale, double p,
+                       bool training, const DropoutKey& key) {
+  const Tensor& x = qkv.value();
+  detail::check_float("attention_qkv", x);
+  BERTRAIN_CHECK(x.dim() == 3 && x.size(2) % 3 == 0, "attention_qkv: qkv ", x.shape().str(),
+                 ": expected (B, T, 3H)");
+  const int64_t h = x.size(2) / 3;
+  BERTRAIN_CHECK(num_heads > 0 && h % num_heads == 0, "attention_qkv: hidden size ", h,
+                 " is not a multiple of num_heads ", num_heads);
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "attention_qkv: dropout p must be in [0, 1), got ", p);
+  const AttnDims d{x.size(0), x.size(1), x.size(1), num_heads, h / num_heads, 3 * h};
+  return attention_forward({qkv}, x, x, x, QkvLayout{true, 0, h, 2 * h}, d, mask, scale, p, training, key);
 }
 
 }  // namespace bertrain
@@ -246,13 +328,16 @@ namespace {
 struct VarlenDims {
   int64_t nh, hs;
   std::vector<int64_t> cu, poff;
+  int64_t ld;  // row stride of q, k, v and their gradients: H, or 3H packed (attention_varlen_qkv)
   int64_t h() const { return nh * hs; }
   int64_t len(size_t s) const { return cu[s + 1] - cu[s]; }
   size_t count() const { return cu.size() - 1; }
-  // Head h of a sequence of length l as an (L, HS) matrix of the (N, H) tensor; transposed: (HS, L).
+  // Head h of a sequence of length l as an (L, HS) matrix of q, k or v (rows of ld); transposed: (HS, L).
   GemmStrides heads(int64_t l, bool trans) const {
-    return trans ? GemmStrides{l * h(), hs, 1, h()} : GemmStrides{l * h(), hs, h(), 1};
+    return trans ? GemmStrides{l * ld, hs, 1, ld} : GemmStrides{l * ld, hs, ld, 1};
   }
+  // The same for the context (N, H) and its gradient.
+  GemmStrides ctx(int64_t l) const { return GemmStrides{l * h(), hs, h(), 1}; }
   // Its (NH, L, L) probabilities as matrices (L, L); transposed: the same matrices read by columns.
   GemmStrides probs(int64_t l, bool trans) const {
     return trans ? GemmStrides{nh * l * l, l * l, 1, l} : GemmStrides{nh * l * l, l * l, l, 1};
@@ -262,11 +347,12 @@ struct VarlenDims {
 struct AttentionVarlenOp {
   static constexpr const char* kName = "attention_varlen";
   struct Saved {
-    Tensor q, k, v;  // (N, H)
+    Tensor q, k, v;  // (N, H); or the same (N, 3H) tensor three times
     Tensor y;        // softmax before dropout, flat (sum of NH L^2)
     Tensor probs;    // after dropout; the same tensor as y without dropout
     Tensor keep;     // i8, undefined without dropout
     VarlenDims d;
+    QkvLayout layout;
     double scale, drop_scale;
     bool bf16;
   };
@@ -300,38 +386,35 @@ struct AttentionVarlenOp {
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dctx, std::vector<GradSlot>& g) {
     const VarlenDims& d = sv.d;
+    const QkvLayout& lay = sv.layout;
     const DType dt = dctx.dtype();
     const bool bf = sv.bf16;
     const DType gdt = bf ? DType::bf16 : dt;
     const Tensor dc = operand(dctx, bf);
-    const int64_t esz = static_cast<int64_t>(dtype_size(gdt)), osz = static_cast<int64_t>(dtype_size(dt));
-    auto at = [](const void* p, int64_t elems, int64_t size) {
-      return static_cast<const char*>(p) + elems * size;
-    };
-    auto at_mut = [](void* p, int64_t elems, int64_t size) { return static_cast<char*>(p) + elems * size; };
-    if (g[2].needed()) {  // dV = P^T dctx per sequence: (L, L)^T x (L, HS)
-      Tensor& dv = g[2].prepare(sv.v.shape(), dt);
+    const int64_t osz = static_cast<int64_t>(dtype_size(dt));
+    const QkvGrads gr = QkvGrads::prepare(lay, sv.q, sv.k, sv.v, dt, g);
+    QkvOperands ops{lay, bf, Tensor()};
+    // Token row cu[s] of a gradient (rows of ld) at base `p`.
+    auto grad_at = [&](char* p, size_t s) { return p + d.cu[s] * d.ld * osz; };
+    if (gr.v) {  // dV = P^T dctx per sequence: (L, L)^T x (L, HS)
       const Tensor pb = operand(sv.probs, bf);
       for (size_t s = 0; s < d.count(); ++s) {
         const int64_t l = d.len(s);
         if (l == 0) continue;
-        const GemmStrides hd = d.heads(l, false);
-        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(pb.raw_data(), d.poff[s], esz), d.probs(l, true),
-                              at(dc.raw_data(), d.cu[s] * d.h(), esz), hd, at_mut(dv.raw_data(), d.cu[s] * d.h(), osz),
-                              hd, g[2].accumulate);
+        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(pb, d.poff[s]), d.probs(l, true), at(dc, d.cu[s] * d.h()),
+                              d.ctx(l), grad_at(gr.v, s), d.heads(l, false), gr.acc_v);
       }
     }
-    if (!g[0].needed() && !g[1].needed()) return;
+    if (!gr.q && !gr.k) return;
     Tensor ds = Tensor::empty(sv.y.shape(), dt);
     {  // dP = dctx V^T: (L, HS) x (HS, L)
-      const Tensor vb = operand(sv.v, bf);
+      const Tensor vb = ops.get(sv.v);
       for (size_t s = 0; s < d.count(); ++s) {
         const int64_t l = d.len(s);
         if (l == 0) continue;
-        const GemmStrides hd = d.heads(l, false), ht = d.heads(l, true);
-        kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, at(dc.raw_data(), d.cu[s] * d.h(), esz), hd,
-                              at(vb.raw_data(), d.cu[s] * d.h(), esz), ht, at_mut(ds.raw_data(), d.poff[s], osz),
-                              d.probs(l, false), false);
+        kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, at(dc, d.cu[s] * d.h()), d.ctx(l),
+                              at(vb, d.cu[s] * d.ld + lay.v_off), d.heads(l, true),
+                              static_cast<char*>(ds.raw_data()) + d.poff[s] * osz, d.probs(l, false), false);
       }
     }
     {
@@ -349,28 +432,24 @@ struct AttentionVarlenOp {
       }
     }
     const Tensor dsb = operand(ds, bf);
-    if (g[0].needed()) {  // dQ = dS K: (L, L) x (L, HS)
-      Tensor& dq = g[0].prepare(sv.q.shape(), dt);
-      const Tensor kb = operand(sv.k, bf);
+    if (gr.q) {  // dQ = dS K: (L, L) x (L, HS)
+      const Tensor kb = ops.get(sv.k);
       for (size_t s = 0; s < d.count(); ++s) {
         const int64_t l = d.len(s);
         if (l == 0) continue;
         const GemmStrides hd = d.heads(l, false);
-        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb.raw_data(), d.poff[s], esz), d.probs(l, false),
-                              at(kb.raw_data(), d.cu[s] * d.h(), esz), hd, at_mut(dq.raw_data(), d.cu[s] * d.h(), osz),
-                              hd, g[0].accumulate);
+        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb, d.poff[s]), d.probs(l, false),
+                              at(kb, d.cu[s] * d.ld + lay.k_off), hd, grad_at(gr.q, s), hd, gr.acc_q);
       }
     }
-    if (g[1].needed()) {  // dK = dS^T Q: (L, L)^T x (L, HS)
-      Tensor& dk = g[1].prepare(sv.k.shape(), dt);
-      const Tensor qb = operand(sv.q, bf);
+    if (gr.k) {  // dK = dS^T Q: (L, L)^T x (L, HS)
+      const Tensor qb = ops.get(sv.q);
       for (size_t s = 0; s < d.count(); ++s) {
         const int64_t l = d.len(s);
         if (l == 0) continue;
         const GemmStrides hd = d.heads(l, false);
-        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb.raw_data(), d.poff[s], esz), d.probs(l, true),
-                              at(qb.raw_data(), d.cu[s] * d.h(), esz), hd, at_mut(dk.raw_data(), d.cu[s] * d.h(), osz),
-                              hd, g[1].accumulate);
+        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb, d.poff[s]), d.probs(l, true),
+                              at(qb, d.cu[s] * d.ld + lay.q_off), hd, grad_at(gr.k, s), hd, gr.acc_k);
       }
     }
   }
@@ -378,6 +457,74 @@ struct AttentionVarlenOp {
     BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
   }
 };
+
+}  // namespace
+
+namespace {
+
+// The forward of attention_varlen() and attention_varlen_qkv(): q, k, v are the values of `inputs` in `layout`,
+// rows of ld elements (checked by the callers).
+Variable attention_varlen_forward(const char* op, const std::vector<Variable>& inputs, const Tensor& qv,
+                                  const Tensor& kv, const Tensor& vv, const QkvLayout& layout, int64_t num_heads,
+                                  int64_t h, const std::vector<int64_t>& cu_seqlens, double scale, double p,
+                                  bool training, const DropoutKey& key) {
+  const int64_t n = qv.size(0);
+  BERTRAIN_CHECK(num_heads > 0 && h % num_heads == 0, op, ": hidden size ", h, " is not a multiple of num_heads ",
+                 num_heads);
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, op, ": dropout p must be in [0, 1), got ", p);
+  BERTRAIN_CHECK(cu_seqlens.size() >= 2 && cu_seqlens.front() == 0 && cu_seqlens.back() == n, op,
+                 ": cu_seqlens must run from 0 to the ", n, " tokens, got ", cu_seqlens.size(), " offsets ending at ",
+                 cu_seqlens.empty() ? -1 : cu_seqlens.back());
+  VarlenDims d{num_heads, h / num_heads, cu_seqlens, {}, qv.size(1)};
+  BERTRAIN_CHECK(num_heads <= 2048, op, ": ", num_heads, " heads exceed the dropout key space (2048)");
+  int64_t total = 0;
+  for (size_t s = 0; s < d.count(); ++s) {
+    const int64_t l = d.len(s);
+    BERTRAIN_CHECK(l >= 0 && l <= kAttnKeyStride, op, ": sequence ", s, " has length ", l,
+                   " (cu_seqlens must not decrease; at most 4096 positions)");
+    d.poff.push_back(total);
+    total += d.nh * l * l;
+  }
+  const DType dt = qv.dtype();
+  const bool bf = detail::bf16_product(qv);
+  const DType gdt = bf ? DType::bf16 : dt;
+  const int64_t osz = static_cast<int64_t>(dtype_size(dt));
+  const bool drop = training && p > 0.0;
+  Tensor y = Tensor::empty({total}, dt);
+  QkvOperands ops{layout, bf, Tensor()};
+  const Tensor qb = ops.get(qv), kb = ops.get(kv), vb = ops.get(vv);
+  for (size_t s = 0; s < d.count(); ++s) {  // scores = Q K^T: (L, HS) x (HS, L) per head
+    const int64_t l = d.len(s);
+    if (l == 0) continue;
+    kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, at(qb, d.cu[s] * d.ld + layout.q_off), d.heads(l, false),
+                          at(kb, d.cu[s] * d.ld + layout.k_off), d.heads(l, true),
+                          static_cast<char*>(y.raw_data()) + d.poff[s] * osz, d.probs(l, false), false);
+  }
+  Tensor probs = y, keep;
+  const double dsc = drop ? 1.0 / (1.0 - p) : 1.0;
+  if (drop) {
+    probs = Tensor::empty(y.shape(), dt);
+    keep = Tensor::empty(y.shape(), DType::i8);
+  }
+  BERTRAIN_DISPATCH_FLOAT(dt, "attention_varlen",
+                          AttentionVarlenOp::softmax_dropout_fwd<T>(
+                              d, total, y.data<T>(), static_cast<T>(scale), drop ? probs.data<T>() : nullptr,
+                              drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, key,
+                              kernels::dropout_threshold16(p), static_cast<T>(dsc)));
+  Tensor ctx = Tensor::empty({n, h}, dt);
+  {
+    const Tensor pb = operand(probs, bf);
+    for (size_t s = 0; s < d.count(); ++s) {  // ctx = P V: (L, L) x (L, HS), into the (N, NH, HS) layout
+      const int64_t l = d.len(s);
+      if (l == 0) continue;
+      kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(pb, d.poff[s]), d.probs(l, false),
+                            at(vb, d.cu[s] * d.ld + layout.v_off), d.heads(l, false),
+                            static_cast<char*>(ctx.raw_data()) + d.cu[s] * d.h() * osz, d.ctx(l), false);
+    }
+  }
+  return detail::record<AttentionVarlenOp>(ctx, inputs,
+                                           {qv, kv, vv, y, probs, keep, std::move(d), layout, scale, dsc, bf});
+}
 
 }  // namespace
 
@@ -393,62 +540,19 @@ Variable attention_varlen(const Variable& q, const Variable& k, const Variable& 
                  ": expected three (N, H) tensors of packed tokens");
   BERTRAIN_CHECK(kv.dtype() == qv.dtype() && vv.dtype() == qv.dtype(), "attention_varlen: dtypes differ: ",
                  qv.desc(), ", ", kv.desc(), ", ", vv.desc());
-  BERTRAIN_CHECK(num_heads > 0 && qv.size(1) % num_heads == 0, "attention_varlen: hidden size ", qv.size(1),
-                 " is not a multiple of num_heads ", num_heads);
-  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, "attention_varlen: dropout p must be in [0, 1), got ", p);
-  BERTRAIN_CHECK(cu_seqlens.size() >= 2 && cu_seqlens.front() == 0 && cu_seqlens.back() == qv.size(0),
-                 "attention_varlen: cu_seqlens must run from 0 to the ", qv.size(0), " tokens, got ",
-                 cu_seqlens.size(), " offsets ending at ", cu_seqlens.empty() ? -1 : cu_seqlens.back());
-  VarlenDims d{num_heads, qv.size(1) / num_heads, cu_seqlens, {}};
-  BERTRAIN_CHECK(num_heads <= 2048, "attention_varlen: ", num_heads, " heads exceed the dropout key space (2048)");
-  int64_t total = 0;
-  for (size_t s = 0; s < d.count(); ++s) {
-    const int64_t l = d.len(s);
-    BERTRAIN_CHECK(l >= 0 && l <= kAttnKeyStride, "attention_varlen: sequence ", s, " has length ", l,
-                   " (cu_seqlens must not decrease; at most 4096 positions)");
-    d.poff.push_back(total);
-    total += d.nh * l * l;
-  }
-  const DType dt = qv.dtype();
-  const bool bf = detail::bf16_product(qv);
-  const DType gdt = bf ? DType::bf16 : dt;
-  const int64_t esz = static_cast<int64_t>(dtype_size(gdt)), osz = static_cast<int64_t>(dtype_size(dt));
-  const bool drop = training && p > 0.0;
-  Tensor y = Tensor::empty({total}, dt);
-  const Tensor qb = operand(qv, bf), kb = operand(kv, bf), vb = operand(vv, bf);
-  for (size_t s = 0; s < d.count(); ++s) {  // scores = Q K^T: (L, HS) x (HS, L) per head
-    const int64_t l = d.len(s);
-    if (l == 0) continue;
-    const GemmStrides hd = d.heads(l, false), ht = d.heads(l, true);
-    kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, static_cast<const char*>(qb.raw_data()) + d.cu[s] * d.h() * esz,
-                          hd, static_cast<const char*>(kb.raw_data()) + d.cu[s] * d.h() * esz, ht,
-                          static_cast<char*>(y.raw_data()) + d.poff[s] * osz, d.probs(l, false), false);
-  }
-  Tensor probs = y, keep;
-  const double dsc = drop ? 1.0 / (1.0 - p) : 1.0;
-  if (drop) {
-    probs = Tensor::empty(y.shape(), dt);
-    keep = Tensor::empty(y.shape(), DType::i8);
-  }
-  BERTRAIN_DISPATCH_FLOAT(dt, "attention_varlen",
-                          AttentionVarlenOp::softmax_dropout_fwd<T>(
-                              d, total, y.data<T>(), static_cast<T>(scale), drop ? probs.data<T>() : nullptr,
-                              drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, key,
-                              kernels::dropout_threshold16(p), static_cast<T>(dsc)));
-  Tensor ctx = Tensor::empty(qv.shape(), dt);
-  {
-    const Tensor pb = operand(probs, bf);
-    for (size_t s = 0; s < d.count(); ++s) {  // ctx = P V: (L, L) x (L, HS), into the (N, NH, HS) layout
-      const int64_t l = d.len(s);
-      if (l == 0) continue;
-      const GemmStrides hd = d.heads(l, false);
-      kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, static_cast<const char*>(pb.raw_data()) + d.poff[s] * esz,
-                            d.probs(l, false),
-                            static_cast<const char*>(vb.raw_data()) + d.cu[s] * d.h() * esz, hd,
-                            static_cast<char*>(ctx.raw_data()) + d.cu[s] * d.h() * osz, hd, false);
-    }
-  }
-  return detail::record<AttentionVarlenOp>(ctx, {q, k, v}, {qv, kv, vv, y, probs, keep, std::move(d), scale, dsc, bf});
+  return attention_varlen_forward("attention_varlen", {q, k, v}, qv, kv, vv, QkvLayout{}, num_heads, qv.size(1),
+                                  cu_seqlens, scale, p, training, key);
+}
+
+Variable attention_varlen_qkv(const Variable& qkv, int64_t num_heads, const std::vector<int64_t>& cu_seqlens,
+                              double scale, double p, bool training, const DropoutKey& key) {
+  const Tensor& x = qkv.value();
+  detail::check_float("attention_varlen_qkv", x);
+  BERTRAIN_CHECK(x.dim() == 2 && x.size(1) % 3 == 0, "attention_varlen_qkv: qkv ", x.shape().str(),
+                 ": expected (N, 3H) packed tokens");
+  const int64_t h = x.size(1) / 3;
+  return attention_varlen_forward("attention_varlen_qkv", {qkv}, x, x, x, QkvLayout{true, 0, h, 2 * h}, num_heads, h,
+                                  cu_seqlens, scale, p, training, key);
 }
 
 }  // namespace bertrain

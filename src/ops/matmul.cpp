@@ -2,6 +2,7 @@
 // Under MatmulPrecision::bf16 the f32 operands are converted to bf16 here, for the forward gemm and again in
 // backward (ops.h explains the contract and why the bf16 copies are not kept).
 #include <atomic>
+#include <cstring>
 
 #include "bertrain/ops/ops.h"
 #include "kernels/convert.h"
@@ -124,7 +125,23 @@ struct LinearOp {
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     const int64_t n = sv.x2.size(0), in = sv.x2.size(1), out = sv.w.size(0);
     Tensor dy2 = dy.reshape({n, out});
-    const Tensor dyg = operand(dy2, sv.bf16 && (g[0].needed() || g[1].needed()));  // rounded once for both
+    const bool gemms = g[0].needed() || g[1].needed();
+    const bool bias = sv.has_bias && g[2].needed();
+    Tensor dyg;  // dy as the gemms' operand: rounded to bf16 once for both under bf16
+    if (sv.bf16 && gemms && bias) {
+      // One pass over dy: its bf16 copy and the bias gradient (the f32 column sums, as sum_rows gives them).
+      dyg = Tensor::empty({n, out}, DType::bf16);
+      Tensor& db = g[2].prepare({out}, dy.dtype());
+      kernels::sum_rows_to_bf16(dy2.data<float>(), n, out, static_cast<uint16_t*>(dyg.raw_data()), db.data<float>(),
+                                g[2].accumulate);
+    } else {
+      dyg = operand(dy2, sv.bf16 && gemms);
+      if (bias) {
+        Tensor& db = g[2].prepare({out}, dy.dtype());
+        BERTRAIN_DISPATCH_FLOAT(dy.dtype(), "linear",
+                                kernels::sum_rows<T>(dy2.data<T>(), n, out, db.data<T>(), g[2].accumulate));
+      }
+    }
     if (g[0].needed()) {
       Tensor& dx = g[0].prepare(sv.x_shape, dy.dtype());
       Tensor dx2 = dx.reshape({n, in});
@@ -134,10 +151,73 @@ struct LinearOp {
       Tensor& dw = g[1].prepare(sv.w.shape(), dy.dtype());
       kernels::gemm({1, out, in, n, true, false}, dyg, operand(sv.x2, sv.bf16), dw, g[1].accumulate);
     }
-    if (sv.has_bias && g[2].needed()) {
-      Tensor& db = g[2].prepare({out}, dy.dtype());
-      BERTRAIN_DISPATCH_FLOAT(dy.dtype(), "linear",
-                              kernels::sum_rows<T>(dy2.data<T>(), n, out, db.data<T>(), g[2].accumulate));
+  }
+};
+
+// y = x [W_0; ...; W_k-1]^T + [b_0; ...; b_k-1]: k linears of one input as one gemm (BERT's Q, K, V projections:
+// "fused QKV", as NVIDIA's FasterTransformer and Megatron-LM run them). The weights stay separate parameters; the
+// forward concatenates them into one (O, in) operand (under bf16 the rounding writes each into its rows of one
+// bf16 buffer, which the per-linear conversions did anyway), kept for backward. Backward: dx = dy Wcat, one gemm
+// over K = O; dW_i = dy[:, block i]^T x, one strided gemm per block straight into W_i's gradient, with x rounded
+// to bf16 once for all blocks; the bias gradients are the column sums of dy (fused with its rounding under bf16).
+struct LinearConcatOp {
+  static constexpr const char* kName = "linear_concat";
+  struct Saved {
+    Tensor x2, wcat;  // x2: (N, in) as given; wcat: (O, in), bf16 when the forward ran in bf16
+    std::vector<int64_t> outs;
+    Shape x_shape;
+    bool has_bias;
+    bool bf16;
+  };
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    const size_t k = sv.outs.size();
+    const int64_t n = sv.x2.size(0), in = sv.x2.size(1), o = sv.wcat.size(0);
+    const DType dt = dy.dtype();
+    Tensor dy2 = dy.reshape({n, o});
+    bool gemms = g[0].needed(), bias = false;
+    for (size_t i = 0; i < k; ++i) {
+      gemms = gemms || g[1 + i].needed();
+      bias = bias || (sv.has_bias && g[1 + k + i].needed());
+    }
+    Tensor dyg, db;  // dy as the gemms' operand; the bias gradients of all blocks (O)
+    if (bias) db = Tensor::empty({o}, dt);
+    if (sv.bf16 && gemms && bias) {
+      dyg = Tensor::empty({n, o}, DType::bf16);
+      kernels::sum_rows_to_bf16(dy2.data<float>(), n, o, static_cast<uint16_t*>(dyg.raw_data()), db.data<float>(),
+                                false);
+    } else {
+      dyg = operand(dy2, sv.bf16 && gemms);
+      if (bias) BERTRAIN_DISPATCH_FLOAT(dt, kName, kernels::sum_rows<T>(dy2.data<T>(), n, o, db.data<T>(), false));
+    }
+    if (g[0].needed()) {
+      Tensor& dx = g[0].prepare(sv.x_shape, dt);
+      Tensor dx2 = dx.reshape({n, in});
+      kernels::gemm({1, n, in, o, false, false}, dyg, sv.wcat, dx2, g[0].accumulate);
+    }
+    const DType gdt = sv.bf16 ? DType::bf16 : dt;
+    const int64_t esz = static_cast<int64_t>(dtype_size(gdt));
+    Tensor xg;
+    int64_t off = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t oi = sv.outs[i];
+      if (g[1 + i].needed()) {
+        if (!xg.defined()) xg = operand(sv.x2, sv.bf16);  // rounded once for every block
+        Tensor& dw = g[1 + i].prepare({oi, in}, dt);
+        // (oi, N) x (N, in): block i of dy read transposed (row stride 1, column stride O).
+        kernels::gemm_strided(gdt, 1, 1, oi, in, n, static_cast<const char*>(dyg.raw_data()) + off * esz,
+                              {0, 0, 1, o}, xg.raw_data(), {0, 0, in, 1}, dw.raw_data(), {0, 0, in, 1},
+                              g[1 + i].accumulate);
+      }
+      if (sv.has_bias && g[1 + k + i].needed()) {
+        Tensor& dbi = g[1 + k + i].prepare({oi}, dt);
+        const bool acc = g[1 + k + i].accumulate;
+        BERTRAIN_DISPATCH_FLOAT(dt, kName, {
+          const T* src = db.data<T>() + off;
+          T* d = dbi.data<T>();
+          for (int64_t j = 0; j < oi; ++j) d[j] = acc ? d[j] + src[j] : src[j];
+        });
+      }
+      off += oi;
     }
   }
 };
@@ -177,6 +257,61 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   if (bf16) kernels::gemm({1, n, out, in, false, true}, to_bf16(x2), to_bf16(w), y2, false, b);
   else kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
   return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr, bf16});
+}
+
+Variable linear_concat(const Variable& x, const std::vector<Variable>& weights, const std::vector<Variable>& biases) {
+  const char* op = "linear_concat";
+  const Tensor& xv = x.value();
+  detail::check_float(op, xv);
+  BERTRAIN_CHECK(!weights.empty(), op, ": no weights");
+  const bool has_bias = !biases.empty();
+  BERTRAIN_CHECK(!has_bias || biases.size() == weights.size(), op, ": ", weights.size(), " weights but ",
+                 biases.size(), " biases");
+  BERTRAIN_CHECK(xv.dim() >= 1, op, ": input ", xv.shape().str(), " has no last axis");
+  const int64_t in = xv.size(-1), n = in ? xv.numel() / in : 0;
+  std::vector<int64_t> outs;
+  int64_t o = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor& w = weights[i].value();
+    BERTRAIN_CHECK(w.dim() == 2 && w.size(1) == in && w.dtype() == xv.dtype(), op, ": input ", xv.desc(),
+                   " x weight ", i, " ", w.desc(), ": expected weight (out, ", in, ") of the input's dtype");
+    if (has_bias) {
+      const Tensor& b = biases[i].value();
+      BERTRAIN_CHECK(biases[i].defined() && b.dim() == 1 && b.size(0) == w.size(0) && b.dtype() == w.dtype(), op,
+                     ": bias ", i, " ", biases[i].defined() ? b.desc() : std::string("(undefined)"),
+                     " does not match weight ", w.desc());
+    }
+    outs.push_back(w.size(0));
+    o += w.size(0);
+  }
+  const bool bf16 = bf16_product(xv);
+  const DType dt = xv.dtype();
+  // The concatenated weight (O, in) and bias (O): built at every forward from the separate parameters.
+  Tensor wcat = Tensor::empty({o, in}, bf16 ? DType::bf16 : dt);
+  Tensor bcat = has_bias ? Tensor::empty({o}, dt) : Tensor();
+  {
+    const int64_t wsz = static_cast<int64_t>(dtype_size(wcat.dtype())), bsz = static_cast<int64_t>(dtype_size(dt));
+    int64_t row = 0;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const Tensor& w = weights[i].value();
+      char* dst = static_cast<char*>(wcat.raw_data()) + row * in * wsz;
+      if (bf16) kernels::f32_to_bf16(w.data<float>(), reinterpret_cast<uint16_t*>(dst), w.numel());
+      else std::memcpy(dst, w.raw_data(), w.nbytes());
+      if (has_bias) std::memcpy(static_cast<char*>(bcat.raw_data()) + row * bsz, biases[i].value().raw_data(),
+                                biases[i].value().nbytes());
+      row += w.size(0);
+    }
+  }
+  Shape ys = xv.shape();
+  ys[ys.size() - 1] = o;
+  Tensor y = Tensor::empty(ys, dt);
+  Tensor x2 = xv.reshape({n, in});
+  Tensor y2 = y.reshape({n, o});
+  kernels::gemm({1, n, o, in, false, true}, operand(x2, bf16), wcat, y2, false, has_bias ? &bcat : nullptr);
+  std::vector<Variable> inputs{x};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  inputs.insert(inputs.end(), biases.begin(), biases.end());
+  return detail::record<LinearConcatOp>(y, std::move(inputs), {x2, wcat, outs, xv.shape(), has_bias, bf16});
 }
 
 void set_matmul_precision(MatmulPrecision p) {

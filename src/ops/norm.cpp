@@ -193,6 +193,84 @@ struct DropoutAddLayerNormOp {
   }
 };
 
+// ---------------------------------------------------------------- layer_norm + dropout
+// y = dropout(layer_norm(x)) in one pass per row (BERT's embeddings: LayerNorm, then dropout): the row is
+// normalised, and its keyed mask drawn and applied, while it is in cache. Backward: g = dy * keep * drop_scale
+// (dropout's backward), then layer_norm's backward on g. Same arithmetic, in the same order, as the two ops.
+struct LayerNormDropoutOp {
+  static constexpr const char* kName = "layer_norm_dropout";
+  struct Saved {
+    Tensor x_hat, rstd, gamma, keep;  // x_hat: (N, C), rstd: (N), gamma: (C), keep: i8 like x or undefined
+    Shape x_shape;
+    double drop_scale;
+  };
+  template <class T>
+  static void fwd(const T* x, const T* gamma, const T* beta, T* y, T* x_hat, T* rstd, uint8_t* keep, int64_t rows,
+                  int64_t c, int64_t rows_per_sample, double eps, const DropoutKey& key, uint32_t thr, T ds) {
+#pragma omp parallel for schedule(static) if (rows * c > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* yr = y + r * c;
+      rstd[r] = layer_norm_row(x + r * c, gamma, beta, yr, x_hat + r * c, c, eps);
+      if (!keep) continue;
+      uint8_t* kr = keep + r * c;
+      if (key.tokens)
+        kernels::dropout_keep(key.seed, key.stream, key.first_row + key.tokens->sample[r],
+                              int64_t{key.tokens->position[r]} * c, c, thr, kr);
+      else
+        kernels::dropout_keep(key.seed, key.stream, key.first_row + r / rows_per_sample, (r % rows_per_sample) * c, c,
+                              thr, kr);
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) yr[i] = kr[i] ? yr[i] * ds : T(0);
+    }
+  }
+  template <class T>
+  static void bwd(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    const int64_t c = sv.gamma.numel(), rows = dy.numel() / c;
+    const T* h = sv.x_hat.data<T>();
+    // The gradient at the layer norm's output: dy itself without dropout, else dy * keep * drop_scale.
+    Tensor masked;
+    const T* d = dy.data<T>();
+    const uint8_t* keep = sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr;
+    if (keep) masked = Tensor::empty({rows, c}, dy.dtype());
+    T* m = keep ? masked.data<T>() : nullptr;
+    const T ds = static_cast<T>(sv.drop_scale);
+    T* dx = g[0].needed() ? g[0].prepare(sv.x_shape, dy.dtype()).template data<T>() : nullptr;
+    const bool acc = g[0].accumulate;
+    const T* gm = sv.gamma.data<T>();
+    const T* rs = sv.rstd.data<T>();
+#pragma omp parallel for schedule(static) if (rows * c > 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* dr = d + r * c;
+      if (m) {
+        const uint8_t* kr = keep + r * c;
+        T* mr = m + r * c;
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) mr[i] = kr[i] ? dr[i] * ds : T(0);
+        dr = mr;
+      }
+      if (!dx) continue;
+      const T* hr = h + r * c;
+      T* orow = dx + r * c;
+      T s1, s2;
+      layer_norm_row_means(dr, gm, hr, c, s1, s2);
+      const T rr = rs[r];
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) {
+        T v = rr * (dr[i] * gm[i] - s1 - hr[i] * s2);
+        orow[i] = acc ? orow[i] + v : v;
+      }
+    }
+    T* dg = nullptr;
+    T* db = nullptr;
+    if (g[1].needed()) dg = g[1].prepare({c}, dy.dtype()).template data<T>();
+    if (g[2].needed()) db = g[2].prepare({c}, dy.dtype()).template data<T>();
+    if (dg || db) kernels::sum_rows_prod<T>(m ? m : d, h, rows, c, dg, g[1].accumulate, db, g[2].accumulate);
+  }
+  static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
+    BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
+  }
+};
+
 // ---------------------------------------------------------------- softmax
 // y = softmax(x + mask) over the last axis; dx = y * (dy - sum(dy * y)).
 struct SoftmaxOp {
@@ -333,6 +411,42 @@ Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, con
                                     rows_per_sample, eps, key, kernels::dropout_threshold16(p), static_cast<T>(ds)));
   return detail::record<DropoutAddLayerNormOp>(y, {x, residual, gamma, beta},
                                                {x_hat, rstd, gamma.value(), keep, xv.shape(), ds});
+}
+
+Variable layer_norm_dropout(const Variable& x, const Variable& gamma, const Variable& beta, double eps, double p,
+                            bool training, const DropoutKey& key) {
+  const char* op = "layer_norm_dropout";
+  const Tensor& xv = x.value();
+  detail::check_float(op, xv);
+  BERTRAIN_CHECK(xv.dim() >= 1, op, ": input ", xv.shape().str(), " has no last axis");
+  const int64_t c = xv.size(-1);
+  BERTRAIN_CHECK(gamma.value().shape() == Shape({c}) && beta.value().shape() == Shape({c}), op, ": input ",
+                 xv.shape().str(), " needs gamma and beta of shape (", c, "), got ", gamma.value().shape().str(),
+                 " and ", beta.value().shape().str());
+  BERTRAIN_CHECK(gamma.dtype() == xv.dtype() && beta.dtype() == xv.dtype(), op, ": dtypes differ: ", xv.desc(),
+                 ", ", gamma.value().desc(), ", ", beta.value().desc());
+  BERTRAIN_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, op, ": dropout p must be in [0, 1), got ", p);
+  const int64_t rows = c ? xv.numel() / c : 0;
+  const int64_t rows_per_sample = xv.dim() >= 2 && xv.size(0) ? rows / xv.size(0) : 1;
+  BERTRAIN_CHECK(rows_per_sample * c < (int64_t{1} << 35), op, ": ", rows_per_sample * c,
+                 " elements per sample exceed the dropout key space");
+  const bool drop = training && p > 0.0;
+  BERTRAIN_CHECK(!drop || !key.tokens || (xv.dim() == 2 && static_cast<int64_t>(key.tokens->sample.size()) == rows),
+                 op, ": packed tokens' dropout key has ", key.tokens ? key.tokens->sample.size() : 0,
+                 " rows, input ", xv.shape().str());
+  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
+  Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
+  Tensor rstd = Tensor::empty({rows}, xv.dtype());
+  Tensor keep = drop ? Tensor::empty(xv.shape(), DType::i8) : Tensor();
+  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
+  BERTRAIN_DISPATCH_FLOAT(
+      xv.dtype(), op,
+      LayerNormDropoutOp::fwd<T>(xv.data<T>(), gamma.value().data<T>(), beta.value().data<T>(), y.data<T>(),
+                                 x_hat.data<T>(), rstd.data<T>(),
+                                 drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, rows, c,
+                                 rows_per_sample, eps, key, kernels::dropout_threshold16(p), static_cast<T>(ds)));
+  return detail::record<LayerNormDropoutOp>(y, {x, gamma, beta}, {x_hat, rstd, gamma.value(), keep, xv.shape(), ds});
 }
 
 Variable softmax(const Variable& x, const Tensor& mask) {

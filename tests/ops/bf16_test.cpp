@@ -10,6 +10,7 @@
 
 #include "bertrain/core/allocator.h"
 #include "bertrain/core/rng.h"
+#include "bertrain/core/threads.h"
 #include "bertrain/models/bert.h"
 #include "bertrain/nn/layers.h"
 #include "bertrain/optim/clip.h"
@@ -17,6 +18,7 @@
 #include "bertrain/ops/ops.h"
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
+#include "kernels/reduce.h"
 #include "test_util.h"
 
 using namespace bertrain;
@@ -245,6 +247,12 @@ TEST(Bf16Gemm, PrimitiveCacheKeyIncludesTheDtype) {
 namespace {
 
 /// Relative max-norm distance between two tensors of the same size.
+double max_abs(const Tensor& x) {
+  double m = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) m = std::max(m, std::fabs(x.get(i)));
+  return m;
+}
+
 double rel_diff(const Tensor& x, const Tensor& ref) {
   double num = 0, den = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -498,4 +506,127 @@ TEST(Bf16Bert, SteadyStateStepDoesNotCallMalloc) {
   const AllocatorStats before = CachingAllocator::instance().stats();
   for (int i = 0; i < 3; ++i) step();
   EXPECT_EQ(CachingAllocator::instance().stats().system_allocs, before.system_allocs);
+}
+
+// ---- the bf16 fusions of issue 17 ----
+
+// The linear backward's fused pass (kernels::sum_rows_to_bf16) gives the bits f32_to_bf16 gives and the column sums
+// sum_rows gives, bit for bit, for row counts around the 256-row chunk, with and without accumulation, on 1 and 2
+// threads.
+TEST(Bf16Kernels, SumRowsToBf16EqualsRoundingThenSumRows) {
+  Rng rng(17);
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (int64_t rows : {0, 1, 255, 256, 257, 1000}) {
+      for (int64_t cols : {1, 17, 96}) {
+        Tensor x = Tensor::uniform({std::max<int64_t>(rows, 1), cols}, -3, 3, rng);
+        std::vector<uint16_t> got(static_cast<size_t>(rows * cols)), want(got.size());
+        for (bool acc : {false, true}) {
+          std::vector<float> s1(static_cast<size_t>(cols), 0.25f), s2(s1);
+          kernels::sum_rows_to_bf16(x.data<float>(), rows, cols, got.data(), s1.data(), acc);
+          kernels::f32_to_bf16(x.data<float>(), want.data(), rows * cols);
+          kernels::sum_rows<float>(x.data<float>(), rows, cols, s2.data(), acc);
+          EXPECT_EQ(got, want) << rows << " x " << cols;
+          EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0) << rows << " x " << cols << " acc " << acc;
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
+// Under bf16 the bias gradient comes out of the pass that rounds dy for the gemms: it is still the f32 column sum of
+// dy, bit-identical to the f32 linear's (and to linear_concat's, block by block).
+TEST(Bf16Ops, BiasGradientInTheGemmBackwardIsTheF32ColumnSum) {
+  Rng rng(23);
+  Tensor x = Tensor::uniform({600, 48}, -1, 1, rng), w = Tensor::uniform({40, 48}, -0.5, 0.5, rng);
+  Tensor w2 = Tensor::uniform({24, 48}, -0.5, 0.5, rng);
+  Tensor bias = Tensor::uniform({40}, -1, 1, rng), bias2 = Tensor::uniform({24}, -1, 1, rng);
+  Tensor dy = Tensor::uniform({600, 40}, -1, 1, rng), dy2 = Tensor::uniform({600, 64}, -1, 1, rng);
+  auto db_linear = [&](MatmulPrecision prec) {
+    MatmulPrecisionGuard g(prec);
+    Variable vx(x, true), vw(w, true), vb(bias, true);
+    linear(vx, vw, vb).backward(dy);
+    return vb.grad().clone();
+  };
+  const Tensor d32 = db_linear(MatmulPrecision::f32), d16 = db_linear(MatmulPrecision::bf16);
+  EXPECT_EQ(std::memcmp(d32.raw_data(), d16.raw_data(), d32.nbytes()), 0);
+  auto db_concat = [&](MatmulPrecision prec) {
+    MatmulPrecisionGuard g(prec);
+    Variable vx(x, true), vw(w, true), vw2(w2, true), vb(bias, true), vb2(bias2, true);
+    linear_concat(vx, {vw, vw2}, {vb, vb2}).backward(dy2);
+    return std::vector<Tensor>{vb.grad().clone(), vb2.grad().clone()};
+  };
+  const auto c32 = db_concat(MatmulPrecision::f32), c16 = db_concat(MatmulPrecision::bf16);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(std::memcmp(c32[i].raw_data(), c16[i].raw_data(), c32[i].nbytes()), 0) << i;
+    // ... and the column sums of dy2's block, accumulated in f64, to f32 rounding
+    const int64_t off = i == 0 ? 0 : 40, n = c32[i].numel();
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t r = 0; r < 600; ++r) s += dy2.get(r * 64 + off + j);
+      EXPECT_NEAR(c16[i].get(j), s, 1e-5 * 600) << i << " " << j;
+    }
+  }
+}
+
+// The fused Q, K, V projection in bf16 equals the three projections in bf16: linear_concat + attention_qkv (padded,
+// masked) and + attention_varlen_qkv (packed) against three linears + attention / attention_varlen, outputs and the
+// gradients of x, the three weights and the three biases. Both round the same operands to bf16 (x once instead of
+// three times, to the same bits), so what differs is f32 accumulation order only: 1e-4 of each tensor's largest
+// element, far below the bf16 rounding itself (also checked: both within 2^-6 of the f64 result).
+TEST(Bf16Ops, FusedQkvEqualsThreeProjections) {
+  const int64_t h = 32, nh = 4;
+  Rng rng(29);
+  std::vector<Tensor> wt, bt;
+  for (int i = 0; i < 3; ++i) {
+    wt.push_back(Tensor::uniform({h, h}, -0.3, 0.3, rng));
+    bt.push_back(Tensor::uniform({h}, -0.2, 0.2, rng));
+  }
+  Tensor xp = Tensor::uniform({3, 10, h}, -1, 1, rng), rp = Tensor::uniform({3, 10, h}, -1, 1, rng);
+  Tensor xv = Tensor::uniform({17, h}, -1, 1, rng), rv = Tensor::uniform({17, h}, -1, 1, rng);
+  Tensor mask = Tensor::zeros({3, 10});
+  for (int64_t j = 6; j < 10; ++j) mask.set(10 + j, -10000.0);
+  const std::vector<int64_t> cu = {0, 5, 5, 16, 17};
+  const DropoutKey key{3, 9, 0, {}};
+  auto run = [&](bool packed, bool fused, DType dt) {
+    Variable x(packed ? xv.to(dt) : xp.to(dt), true);
+    std::vector<Variable> w, b;
+    for (int i = 0; i < 3; ++i) w.emplace_back(wt[i].to(dt), true), b.emplace_back(bt[i].to(dt), true);
+    const double sc = 1.0 / std::sqrt(8.0);
+    Variable ctx;
+    if (fused) {
+      Variable qkv = linear_concat(x, w, b);
+      ctx = packed ? attention_varlen_qkv(qkv, nh, cu, sc, 0.1, true, key)
+                   : attention_qkv(qkv, nh, mask.to(dt), sc, 0.1, true, key);
+    } else {
+      Variable q = linear(x, w[0], b[0]), k = linear(x, w[1], b[1]), v = linear(x, w[2], b[2]);
+      ctx = packed ? attention_varlen(q, k, v, nh, cu, sc, 0.1, true, key)
+                   : attention(q, k, v, nh, mask.to(dt), sc, 0.1, true, key);
+    }
+    ctx.backward((packed ? rv : rp).to(dt));
+    std::vector<Tensor> out{ctx.value().to(DType::f64), x.grad().to(DType::f64)};
+    for (auto& v : w) out.push_back(v.grad().to(DType::f64));
+    for (auto& v : b) out.push_back(v.grad().to(DType::f64));
+    return out;
+  };
+  for (bool packed : {false, true}) {
+    const auto ref = run(packed, false, DType::f64);
+    std::vector<Tensor> fused, sep;
+    {
+      MatmulPrecisionGuard g(MatmulPrecision::bf16);
+      fused = run(packed, true, DType::f32);
+      sep = run(packed, false, DType::f32);
+    }
+    for (size_t i = 0; i < ref.size(); ++i) {
+      if (i == 6) {  // the key bias: 0 in exact arithmetic (softmax ignores a per-row constant), rounding noise here
+        EXPECT_LT(max_abs(fused[i]), 1e-4 * max_abs(ref[5])) << "packed " << packed;
+        continue;
+      }
+      EXPECT_LT(rel_diff(fused[i], sep[i]), 1e-4) << "tensor " << i << " packed " << packed;
+      EXPECT_LT(rel_diff(fused[i], ref[i]), std::ldexp(1.0, -6)) << "tensor " << i << " packed " << packed;
+      EXPECT_GT(rel_diff(fused[i], ref[i]), 1e-6) << "tensor " << i << ": expected bf16 rounding to show";
+    }
+  }
 }

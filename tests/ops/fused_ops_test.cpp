@@ -223,3 +223,152 @@ TEST(Elementwise, BroadcastRunsMatchTheDefinition) {
     }
   }
 }
+
+// ---- the fusions of issue 17: fused Q, K, V projection, attention on its packed output, layer norm + dropout ----
+
+namespace {
+
+// max |a - b| over max |b| (0 when both are all zeros).
+double rel_to(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) m = std::max(m, std::fabs(b.get(i)));
+  const double d = max_abs_diff(a, b);
+  return m > 0 ? d / m : d;
+}
+
+}  // namespace
+
+// linear_concat equals the separate linears concatenated: outputs and the gradients of x, every weight and every
+// bias (the latter bit for bit: the same column sums), in f64 to rounding and in f32 to f32 rounding (dx sums the
+// blocks in one gemm instead of three).
+TEST(LinearConcat, EqualsSeparateLinears) {
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (bool with_bias : {true, false}) {
+      Rng rng(31);
+      const std::vector<int64_t> outs = {48, 16, 40};
+      Tensor xt = Tensor::uniform({3, 7, 32}, -1, 1, rng, dt);
+      std::vector<Tensor> wt, bt;
+      for (int64_t o : outs) {
+        wt.push_back(Tensor::uniform({o, 32}, -0.5, 0.5, rng, dt));
+        bt.push_back(Tensor::uniform({o}, -0.5, 0.5, rng, dt));
+      }
+      Tensor r = Tensor::uniform({3, 7, 104}, -1, 1, rng, dt);
+      auto run = [&](bool fused) {
+        Variable x(xt, true);
+        std::vector<Variable> w, b;
+        for (size_t i = 0; i < outs.size(); ++i) {
+          w.emplace_back(wt[i], true);
+          if (with_bias) b.emplace_back(bt[i], true);
+        }
+        Variable y;
+        if (fused) {
+          y = linear_concat(x, w, b);
+        } else {
+          std::vector<Variable> parts;
+          for (size_t i = 0; i < outs.size(); ++i) parts.push_back(linear(x, w[i], with_bias ? b[i] : Variable()));
+          y = concat(parts, 2);
+        }
+        sum(mul(y, Variable(r))).backward();
+        std::vector<Tensor> out{y.value(), x.grad()};
+        for (auto& v : w) out.push_back(v.grad());
+        for (auto& v : b) out.push_back(v.grad());
+        return out;
+      };
+      auto f = run(true), u = run(false);
+      ASSERT_EQ(f.size(), u.size());
+      const double tol = dt == DType::f64 ? 1e-13 : 2e-6;
+      for (size_t i = 0; i < f.size(); ++i) {
+        EXPECT_LE(rel_to(f[i], u[i]), tol) << "tensor " << i << " " << dtype_name(dt) << " bias " << with_bias;
+        if (i >= 2 + outs.size())  // bias gradients: the same column sums, bit for bit
+          EXPECT_EQ(std::memcmp(f[i].raw_data(), u[i].raw_data(), f[i].nbytes()), 0) << "bias " << i;
+      }
+    }
+  }
+}
+
+TEST(LinearConcat, MisuseNamesTheShapes) {
+  Variable x(Tensor::zeros({2, 8})), w1(Tensor::zeros({4, 8})), w2(Tensor::zeros({4, 7})), b1(Tensor::zeros({4}));
+  try {
+    linear_concat(x, {w1, w2}, {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("weight 1 f32(4, 7)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(linear_concat(x, {w1, w1}, {b1}), Error);                                   // one bias for two
+  EXPECT_THROW(linear_concat(x, {w1}, {Variable(Tensor::zeros({5}))}), Error);             // bias size
+  EXPECT_THROW(linear_concat(x, {}, {}), Error);                                           // no weights
+  EXPECT_THROW(attention_qkv(Variable(Tensor::zeros({2, 3, 8})), 2, Tensor(), 1.0, 0.0, false, DropoutKey{}), Error);
+}
+
+// attention_qkv / attention_varlen_qkv on a (.., 3H) tensor equal attention / attention_varlen on its three column
+// blocks (slices), with a padding mask and dropout: the context and the gradient of the packed tensor, f64 to
+// rounding, f32 to f32 rounding (the same products read with another row stride).
+TEST(AttentionQkv, EqualsAttentionOnTheColumnBlocks) {
+  const int64_t b = 3, t = 9, h = 16, nh = 4;
+  for (DType dt : {DType::f64, DType::f32}) {
+    Rng rng(41);
+    Tensor xt = Tensor::uniform({b, t, 3 * h}, -1, 1, rng, dt), r = Tensor::uniform({b, t, h}, -1, 1, rng, dt);
+    const DropoutKey key{5, 6, 7, {}};
+    const Tensor mask = padding_mask(b, t, dt);
+    auto run = [&](bool fused) {
+      Variable x(xt, true);
+      Variable ctx = fused ? attention_qkv(x, nh, mask, 0.5, 0.2, true, key)
+                           : attention(slice(x, 2, 0, h), slice(x, 2, h, 2 * h), slice(x, 2, 2 * h, 3 * h), nh, mask,
+                                       0.5, 0.2, true, key);
+      sum(mul(ctx, Variable(r))).backward();
+      return std::vector<Tensor>{ctx.value(), x.grad()};
+    };
+    auto f = run(true), u = run(false);
+    for (size_t i = 0; i < f.size(); ++i)
+      EXPECT_LE(rel_to(f[i], u[i]), dt == DType::f64 ? 1e-13 : 1e-6) << "padded tensor " << i << dtype_name(dt);
+    // Packed: sequences of 4, 0, 9 and 1 tokens.
+    const std::vector<int64_t> cu = {0, 4, 4, 13, 14};
+    Tensor pt = Tensor::uniform({14, 3 * h}, -1, 1, rng, dt), pr = Tensor::uniform({14, h}, -1, 1, rng, dt);
+    auto run_varlen = [&](bool fused) {
+      Variable x(pt, true);
+      Variable ctx = fused ? attention_varlen_qkv(x, nh, cu, 0.5, 0.2, true, key)
+                           : attention_varlen(slice(x, 1, 0, h), slice(x, 1, h, 2 * h), slice(x, 1, 2 * h, 3 * h), nh,
+                                              cu, 0.5, 0.2, true, key);
+      sum(mul(ctx, Variable(pr))).backward();
+      return std::vector<Tensor>{ctx.value(), x.grad()};
+    };
+    auto fv = run_varlen(true), uv = run_varlen(false);
+    for (size_t i = 0; i < fv.size(); ++i)
+      EXPECT_LE(rel_to(fv[i], uv[i]), dt == DType::f64 ? 1e-13 : 1e-6) << "packed tensor " << i << dtype_name(dt);
+  }
+}
+
+// The embeddings' layer norm + dropout fused equals layer_norm then dropout with the same key bit for bit (values
+// and every gradient, so the same masks), in f64 and f32, padded (B, T, C) and packed tokens (N, C).
+TEST(LayerNormDropout, MatchesUnfusedChainBitForBit) {
+  auto tokens = std::make_shared<PackedTokens>();
+  for (int32_t s = 0; s < 3; ++s)
+    for (int32_t pos = 0; pos < 2 + 2 * s; ++pos) tokens->sample.push_back(s), tokens->position.push_back(pos);
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (bool packed : {false, true}) {
+      for (double p : {0.0, 0.1, 0.6}) {
+        Rng rng(9);
+        const Shape shape = packed ? Shape{12, 40} : Shape{3, 7, 40};
+        Tensor xt = Tensor::uniform(shape, -1, 1, rng, dt), w = Tensor::uniform(shape, -1, 1, rng, dt);
+        Tensor gt = Tensor::uniform({40}, 0.5, 1.5, rng, dt), bt = Tensor::uniform({40}, -0.5, 0.5, rng, dt);
+        const DropoutKey key{21, 1, 17, packed ? tokens : nullptr};
+        auto run = [&](bool fused) {
+          Variable x(xt, true), g(gt, true), b(bt, true);
+          Variable y = fused ? layer_norm_dropout(x, g, b, 1e-12, p, true, key)
+                             : dropout(layer_norm(x, g, b, 1e-12), p, true, key);
+          sum(mul(y, Variable(w))).backward();
+          return std::vector<Tensor>{y.value(), x.grad(), g.grad(), b.grad()};
+        };
+        auto f = run(true), u = run(false);
+        for (size_t i = 0; i < f.size(); ++i)
+          EXPECT_EQ(std::memcmp(f[i].raw_data(), u[i].raw_data(), f[i].nbytes()), 0)
+              << "tensor " << i << " p " << p << " packed " << packed << " " << dtype_name(dt);
+        if (p > 0) {  // dropped elements are exactly 0 in both
+          int64_t zeros = 0;
+          for (int64_t i = 0; i < f[0].numel(); ++i) zeros += f[0].get(i) == 0.0;
+          EXPECT_GT(zeros, 0);
+        }
+      }
+    }
+  }
+}

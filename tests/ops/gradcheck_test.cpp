@@ -82,6 +82,13 @@ std::vector<OpCase> cases() {
       {"linear", {{{2, 3, 4}, {5, 4}, {5}}, {{2, 17}, {16, 17}, {16}}, {{3, 8}, {33, 8}, {33}}},
        [](const V& x) { return linear(x[0], x[1], x[2]); }},
       {"linear_nobias", {{{3, 4}, {5, 4}}, {{2, 17}, {9, 17}}}, [](const V& x) { return linear(x[0], x[1], Variable()); }},
+      // The fused Q, K, V projection: x, three weights, three biases (blocks of unequal widths).
+      {"linear_concat", {{{2, 3, 4}, {5, 4}, {3, 4}, {5, 4}, {5}, {3}, {5}}, {{2, 17}, {16, 17}, {8, 17}, {9, 17}, {16}, {8}, {9}}},
+       [](const V& x) { return linear_concat(x[0], {x[1], x[2], x[3]}, {x[4], x[5], x[6]}); }},
+      {"linear_concat_nobias", {{{3, 4}, {5, 4}, {2, 4}}, {{2, 33}, {8, 33}, {17, 33}}},
+       [](const V& x) { return linear_concat(x[0], {x[1], x[2]}, {}); }},
+      {"linear_concat_same_weight", {{{3, 4}, {5, 4}, {5}}},
+       [](const V& x) { return linear_concat(x[0], {x[1], x[1]}, {x[2], x[2]}); }},
       {"add", {{{2, 3, 4}, {2, 3, 4}}, {{2, 17}, {2, 17}}, {{3, 33}, {3, 33}}}, [](const V& x) { return add(x[0], x[1]); }},
       {"add_broadcast", {{{2, 3, 4}, {4}}, {{3, 17}, {17}}, {{2, 33}, {33}}}, [](const V& x) { return add(x[0], x[1]); }},
       {"sub_broadcast", {{{2, 3, 4}, {3, 4}}, {{2, 3, 17}, {3, 17}}}, [](const V& x) { return sub(x[0], x[1]); }},
@@ -102,6 +109,19 @@ std::vector<OpCase> cases() {
       {"dropout", {{{4, 9}}, {{2, 17}}, {{2, 33}}}, [](const V& x) { return dropout(x[0], 0.3, true, DropoutKey{7, 1, 10}); }},
       {"dropout_add_layer_norm", norm_sets(2),
        [](const V& x) { return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1e-5, 0.3, true, DropoutKey{2, 3, 4}); }},
+      {"layer_norm_dropout", norm_sets(1),
+       [](const V& x) { return layer_norm_dropout(x[0], x[1], x[2], 1e-5, 0.3, true, DropoutKey{2, 3, 4}); }},
+      {"layer_norm_dropout_eval", {{{3, 5}, {5}, {5}}, {{2, 17}, {17}, {17}}},
+       [](const V& x) { return layer_norm_dropout(x[0], x[1], x[2], 1e-5, 0.3, false, DropoutKey{}); }},
+      {"layer_norm_dropout_packed_tokens", {{{5, 9}, {9}, {9}}, {{3, 33}, {33}, {33}}},
+       [](const V& x) {
+         auto t = std::make_shared<PackedTokens>();
+         for (int64_t i = 0; i < x[0].shape()[0]; ++i) {
+           t->sample.push_back(static_cast<int32_t>(i % 2));
+           t->position.push_back(static_cast<int32_t>(i / 2 + 1));
+         }
+         return layer_norm_dropout(x[0], x[1], x[2], 1e-5, 0.4, true, DropoutKey{7, 1, 10, t});
+       }},
       {"dropout_add_layer_norm_eval", {{{3, 5}, {3, 5}, {5}, {5}}, {{2, 17}, {2, 17}, {17}, {17}}},
        [](const V& x) { return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1e-5, 0.3, false, DropoutKey{}); }},
       {"dropout_add_layer_norm_same_input", {{{2, 4, 5}, {5}, {5}}, {{2, 2, 17}, {17}, {17}}},
@@ -111,6 +131,11 @@ std::vector<OpCase> cases() {
       {"attention_masked_dropout", {{{2, 3, 4}, {2, 5, 4}, {2, 5, 4}}, {{1, 2, 16}, {1, 17, 16}, {1, 17, 16}}},
        [](const V& x) {
          return attention(x[0], x[1], x[2], 2, mask_for(x[1].shape()[0], x[1].shape()[1]), 0.7, 0.3, true, DropoutKey{3, 4, 5});
+       }},
+      // Self-attention on the fused projection's (B, T, 3H) output (Q | K | V column blocks).
+      {"attention_qkv_masked_dropout", {{{2, 5, 12}}, {{1, 17, 48}}},
+       [](const V& x) {
+         return attention_qkv(x[0], 2, mask_for(x[0].shape()[0], x[0].shape()[1]), 0.7, 0.3, true, DropoutKey{3, 4, 5, {}});
        }},
       {"attention_plain", {{{2, 4, 6}, {2, 4, 6}, {2, 4, 6}}, {{1, 3, 16}, {1, 9, 16}, {1, 9, 16}}},
        [](const V& x) { return attention(x[0], x[1], x[2], 2, Tensor(), 1.3, 0.0, true, DropoutKey{}); }},
@@ -124,6 +149,12 @@ std::vector<OpCase> cases() {
          const std::vector<int64_t> cu = x[0].shape()[0] == 8 ? std::vector<int64_t>{0, 3, 3, 8}
                                                               : std::vector<int64_t>{0, 1, 18, 20};
          return attention_varlen(x[0], x[1], x[2], 2, cu, 0.7, 0.3, true, DropoutKey{3, 4, 5});
+       }},
+      {"attention_varlen_qkv_dropout", {{{8, 12}}, {{20, 48}}},
+       [](const V& x) {
+         const std::vector<int64_t> cu = x[0].shape()[0] == 8 ? std::vector<int64_t>{0, 3, 3, 8}
+                                                              : std::vector<int64_t>{0, 1, 18, 20};
+         return attention_varlen_qkv(x[0], 2, cu, 0.7, 0.3, true, DropoutKey{3, 4, 5, {}});
        }},
       {"attention_varlen_same_input", {{{7, 6}}},
        [](const V& x) { return attention_varlen(x[0], x[0], x[0], 3, {0, 4, 7}, 0.9, 0.0, true, DropoutKey{}); }},

@@ -60,6 +60,13 @@ class BertEmbeddings : public Module {
   int64_t max_positions_;
 };
 
+/// When an encoder layer runs its query, key and value projections as one fused gemm (linear_concat, then
+/// attention_qkv / attention_varlen_qkv on its (.., 3H) output) instead of three linears: bf16_only (the default:
+/// under MatmulPrecision::bf16, where the fusion also rounds the shared input to bf16 once instead of three
+/// times; f32 and f64 keep the three linears, so their results stay bit-identical to before the fusion existed),
+/// always, never. The parameters are the same three linears either way (Hugging Face's query, key, value).
+enum class FusedQkv { bf16_only, always, never };
+
 class BertLayer : public Module {
  public:
   BertLayer(const BertConfig& c, int index, Rng& rng, DType dtype);
@@ -68,9 +75,15 @@ class BertLayer : public Module {
   /// Packed tokens x: (N, H) -> (N, H), attention per sequence (attention_varlen).
   Variable forward_packed(const Variable& x, const std::shared_ptr<const PackedTokens>& tokens,
                           const BertInputs& in) const;
+  void set_fused_qkv(FusedQkv f) { fused_qkv_ = f; }
 
  private:
+  /// linear_concat of the query, key and value linears when fused_qkv_ says so for x's dtype and the precision.
+  bool fuse_qkv(const Variable& x) const;
+  Variable qkv(const Variable& x) const;
+
   BertConfig c_;
+  FusedQkv fused_qkv_ = FusedQkv::bf16_only;
   std::shared_ptr<Linear> query_, key_, value_, attn_out_, inter_, out_;
   std::shared_ptr<LayerNorm> attn_norm_, out_norm_;
   std::shared_ptr<Dropout> probs_dropout_, attn_dropout_, out_dropout_;
@@ -101,6 +114,9 @@ class BertModel : public Module {
   /// The path forward() takes for `in` under the current setting (see Unpad).
   bool takes_unpadded_path(const BertInputs& in) const;
   void set_unpad(Unpad u) { unpad_ = u; }
+  /// The Q, K, V projection of every layer (FusedQkv; default bf16_only).
+  void set_fused_qkv(FusedQkv f);
+  FusedQkv fused_qkv() const { return fused_qkv_; }
   Unpad unpad() const { return unpad_; }
   const BertConfig& config() const { return c_; }
   const BertEmbeddings& embeddings() const { return *embeddings_; }
@@ -114,6 +130,7 @@ class BertModel : public Module {
   std::shared_ptr<Linear> pooler_;
   bool checkpointing_ = false;
   Unpad unpad_ = Unpad::automatic;
+  FusedQkv fused_qkv_ = FusedQkv::bf16_only;
 };
 
 /// The real tokens of a batch packed back to back (Unpad): sequence lengths from attention_mask (B, T) (all T

@@ -33,6 +33,10 @@ class LayerNorm : public Module {
   /// (dropout_add_layer_norm). x, residual: (B, ..., features), or packed tokens (N, features) with `tokens`.
   Variable forward_residual(const Variable& x, const Variable& residual, const Dropout& dropout, uint64_t seed,
                             int64_t first_row, const std::shared_ptr<const PackedTokens>& tokens = nullptr) const;
+  /// dropout(layer_norm(x)) with `dropout`'s probability, mode and key, fused into one op (layer_norm_dropout;
+  /// BERT's embeddings). x: (B, ..., features), or packed tokens (N, features) with `tokens`.
+  Variable forward_dropout(const Variable& x, const Dropout& dropout, uint64_t seed, int64_t first_row,
+                           const std::shared_ptr<const PackedTokens>& tokens = nullptr) const;
 
  private:
   Variable weight_, bias_;

@@ -22,6 +22,17 @@ Variable matmul(const Variable& a, const Variable& b, bool trans_a = false, bool
 Variable bmm(const Variable& a, const Variable& b, bool trans_a = false, bool trans_b = false);
 /// x: (..., in), weight: (out, in) as Hugging Face / PyTorch store it, bias: (out) or undefined -> (..., out).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+/// Several linears of one input as one gemm, their outputs side by side (BERT's fused Q, K, V projection, as
+/// NVIDIA's FasterTransformer and Megatron-LM run it): concat({linear(x, weights[i], biases[i])}, -1).
+/// x: (..., in), weights[i]: (out_i, in), biases: empty or one (out_i) per weight -> (..., sum out_i).
+/// The weights stay separate parameters: each forward concatenates them into one (sum out_i, in) operand (under
+/// MatmulPrecision::bf16 rounding each into its rows of one bf16 buffer, which the separate linears round anyway),
+/// kept until backward (bert-base's Q, K, V: 2304 x 768, 3.4 MiB in bf16, 6.8 MiB in f32, per layer). Backward:
+/// dx = dy W one gemm over K = sum out_i, dW_i one gemm per block straight into its gradient, x rounded to bf16
+/// once for all blocks, and the bias gradients from one pass over dy (fused with its rounding under bf16). Equals
+/// the separate linears to f32 rounding (the summation order of dx differs). Throws bertrain::Error on shape or
+/// dtype mismatches.
+Variable linear_concat(const Variable& x, const std::vector<Variable>& weights, const std::vector<Variable>& biases);
 
 // ---- matmul compute precision (mixed precision, `--bf16`) ----
 
@@ -123,6 +134,12 @@ struct DropoutKey {
 /// Inverted dropout: kept values are scaled by 1 / (1 - p) in training; the identity when !training or p == 0.
 Variable dropout(const Variable& x, double p, bool training, const DropoutKey& key);
 
+/// The embeddings' end, fused: dropout(layer_norm(x, gamma, beta, eps), p, training, key) in one pass per row,
+/// drawing exactly the masks dropout() would (keyed on x's first axis, or DropoutKey::tokens for packed (N, C)
+/// tokens). x: (B, ..., C), gamma, beta: (C). Same arithmetic, in the same order, as the two ops: bit-identical.
+Variable layer_norm_dropout(const Variable& x, const Variable& gamma, const Variable& beta, double eps, double p,
+                            bool training, const DropoutKey& key);
+
 /// The end of a post-LN residual block, fused: layer_norm(dropout(x, p, training, key) + residual, gamma, beta,
 /// eps) (BERT's BertSelfOutput / BertOutput; Vaswani et al. 2017, section 5.4, dropout before the residual add).
 /// x, residual: (B, ..., C) of one shape; gamma, beta: (C) -> (B, ..., C). Draws exactly the masks dropout(x, ...)
@@ -144,6 +161,14 @@ Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, con
 Variable attention(const Variable& q, const Variable& k, const Variable& v, int64_t num_heads, const Tensor& mask,
                    double scale, double p, bool training, const DropoutKey& key);
 
+/// Self-attention on the fused Q, K, V projection's output (linear_concat of the query, key and value linears):
+/// qkv (B, T, 3H) with Q in columns [0, H), K in [H, 2H), V in [2H, 3H) -> ctx (B, T, H). Equals
+/// attention(Q, K, V, ...) with the three column blocks (the same arithmetic on the same values; the heads are
+/// read with a row stride of 3H, no copies; under bf16 qkv is rounded once for the three). Its gradient is one
+/// (B, T, 3H) tensor, the blocks side by side, as linear_concat's backward takes it.
+Variable attention_qkv(const Variable& qkv, int64_t num_heads, const Tensor& mask, double scale, double p,
+                       bool training, const DropoutKey& key);
+
 /// Variable-length multi-head attention on packed tokens (the unpadded encoder; the layout of FlashAttention's
 /// flash_attn_varlen_func and of NVIDIA FasterTransformer's "remove padding"): q, k, v (N, H) hold the real tokens
 /// of B sequences back to back, sequence b in rows [cu_seqlens[b], cu_seqlens[b + 1]) (B + 1 non-decreasing
@@ -155,6 +180,10 @@ Variable attention(const Variable& q, const Variable& k, const Variable& v, int6
 Variable attention_varlen(const Variable& q, const Variable& k, const Variable& v, int64_t num_heads,
                           const std::vector<int64_t>& cu_seqlens, double scale, double p, bool training,
                           const DropoutKey& key);
+/// attention_varlen on the fused projection's packed output: qkv (N, 3H), Q, K, V in column blocks as in
+/// attention_qkv -> ctx (N, H).
+Variable attention_varlen_qkv(const Variable& qkv, int64_t num_heads, const std::vector<int64_t>& cu_seqlens,
+                              double scale, double p, bool training, const DropoutKey& key);
 
 // ---- indexing ----
 
