@@ -620,8 +620,10 @@ TEST(Bf16Ops, FusedQkvEqualsThreeProjections) {
       sep = run(packed, false, DType::f32);
     }
     for (size_t i = 0; i < ref.size(); ++i) {
-      if (i == 6) {  // the key bias: 0 in exact arithmetic (softmax ignores a per-row constant), rounding noise here
-        EXPECT_LT(max_abs(fused[i]), 1e-4 * max_abs(ref[5])) << "packed " << packed;
+      if (i == 6) {  // the key bias: 0 in exact arithmetic (softmax ignores a per-row constant); here the noise of
+                     // dS rounded to bf16, the same noise in both: held to the scale of the query bias's gradient
+        EXPECT_LT(rel_diff(fused[i], sep[i]) * max_abs(sep[i]), 1e-4 * max_abs(ref[5])) << "packed " << packed;
+        EXPECT_LT(max_abs(fused[i]), std::ldexp(1.0, -6) * max_abs(ref[5])) << "packed " << packed;
         continue;
       }
       EXPECT_LT(rel_diff(fused[i], sep[i]), 1e-4) << "tensor " << i << " packed " << packed;
