@@ -158,8 +158,8 @@ struct LinearOp {
 // "fused QKV", as NVIDIA's FasterTransformer and Megatron-LM run them). The weights stay separate parameters; the
 // forward concatenates them into one (O, in) operand (under bf16 the rounding writes each into its rows of one
 // bf16 buffer, which the per-linear conversions did anyway), kept for backward. Backward: dx = dy Wcat, one gemm
-// over K = O; dW_i = dy[:, block i]^T x, one strided gemm per block straight into W_i's gradient, with x rounded
-// to bf16 once for all blocks; the bias gradients are the column sums of dy (fused with its rounding under bf16).
+// over K = O; dWcat = dy^T x, one gemm (x rounded to bf16 once for all blocks), copied (or added) block by block
+// into the weights' gradients; the bias gradients are the column sums of dy (fused with its rounding under bf16).
 struct LinearConcatOp {
   static constexpr const char* kName = "linear_concat";
   struct Saved {
@@ -194,19 +194,32 @@ struct LinearConcatOp {
       Tensor dx2 = dx.reshape({n, in});
       kernels::gemm({1, n, in, o, false, false}, dyg, sv.wcat, dx2, g[0].accumulate);
     }
-    const DType gdt = sv.bf16 ? DType::bf16 : dt;
-    const int64_t esz = static_cast<int64_t>(dtype_size(gdt));
-    Tensor xg;
+    bool weights = false;
+    for (size_t i = 0; i < k; ++i) weights = weights || g[1 + i].needed();
+    // dWcat = dy^T x (O, in) in one gemm (x rounded once for every block), then each block into its gradient.
+    // (One strided gemm per block, reading dy's columns with a row stride of O, would write there directly, but
+    // oneDNN 2.6 runs a transposed operand with such a stride on its reference kernel, 100x slower.)
+    Tensor dwcat;
+    if (weights) {
+      dwcat = Tensor::empty({o, in}, dt);
+      kernels::gemm({1, o, in, n, true, false}, dyg, operand(sv.x2, sv.bf16), dwcat, false);
+    }
+    const int64_t dsz = static_cast<int64_t>(dtype_size(dt));
     int64_t off = 0;
     for (size_t i = 0; i < k; ++i) {
       const int64_t oi = sv.outs[i];
       if (g[1 + i].needed()) {
-        if (!xg.defined()) xg = operand(sv.x2, sv.bf16);  // rounded once for every block
         Tensor& dw = g[1 + i].prepare({oi, in}, dt);
-        // (oi, N) x (N, in): block i of dy read transposed (row stride 1, column stride O).
-        kernels::gemm_strided(gdt, 1, 1, oi, in, n, static_cast<const char*>(dyg.raw_data()) + off * esz,
-                              {0, 0, 1, o}, xg.raw_data(), {0, 0, in, 1}, dw.raw_data(), {0, 0, in, 1},
-                              g[1 + i].accumulate);
+        const char* src = static_cast<const char*>(dwcat.raw_data()) + off * in * dsz;
+        if (!g[1 + i].accumulate) {
+          std::memcpy(dw.raw_data(), src, static_cast<size_t>(oi * in * dsz));
+        } else {
+          BERTRAIN_DISPATCH_FLOAT(dt, kName, {
+            const T* sp = reinterpret_cast<const T*>(src);
+            T* d = dw.data<T>();
+            for (int64_t j = 0; j < oi * in; ++j) d[j] += sp[j];
+          });
+        }
       }
       if (sv.has_bias && g[1 + k + i].needed()) {
         Tensor& dbi = g[1 + k + i].prepare({oi}, dt);

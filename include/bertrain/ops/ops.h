@@ -28,8 +28,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 /// The weights stay separate parameters: each forward concatenates them into one (sum out_i, in) operand (under
 /// MatmulPrecision::bf16 rounding each into its rows of one bf16 buffer, which the separate linears round anyway),
 /// kept until backward (bert-base's Q, K, V: 2304 x 768, 3.4 MiB in bf16, 6.8 MiB in f32, per layer). Backward:
-/// dx = dy W one gemm over K = sum out_i, dW_i one gemm per block straight into its gradient, x rounded to bf16
-/// once for all blocks, and the bias gradients from one pass over dy (fused with its rounding under bf16). Equals
+/// dx = dy W one gemm over K = sum out_i, dW one gemm (x rounded to bf16 once for all blocks) then split into the
+/// weights' gradients, and the bias gradients from one pass over dy (fused with its rounding under bf16). Equals
 /// the separate linears to f32 rounding (the summation order of dx differs). Throws bertrain::Error on shape or
 /// dtype mismatches.
 Variable linear_concat(const Variable& x, const std::vector<Variable>& weights, const std::vector<Variable>& biases);
