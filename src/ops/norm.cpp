@@ -351,6 +351,41 @@ _Pragma("omp parallel for simd if (n > 32768)")
   }
 };
 
+// The checks and buffers the two fused layer-norm + dropout ops share: x (.., C) with gamma and beta (C); rows =
+// numel / C, rows_per_sample for the dropout key; y, x_hat (rows, C), rstd (rows), keep (x's shape, i8) when dropping.
+struct NormDropoutSetup {
+  int64_t c, rows, rows_per_sample;
+  bool drop;
+  double ds;  // 1 / (1 - p) when dropping, else 1
+  Tensor y, x_hat, rstd, keep;
+};
+
+NormDropoutSetup norm_dropout_setup(const char* op, const Tensor& xv, const Variable& gamma, const Variable& beta,
+                                    double eps, double p, bool training, const DropoutKey& key) {
+  const int64_t c = xv.size(-1);
+  BERTRAIN_CHECK(gamma.value().shape() == Shape({c}) && beta.value().shape() == Shape({c}), op, ": input ",
+                 xv.shape().str(), " needs gamma and beta of shape (", c, "), got ", gamma.value().shape().str(),
+                 " and ", beta.value().shape().str());
+  BERTRAIN_CHECK(gamma.dtype() == xv.dtype() && beta.dtype() == xv.dtype(), op, ": dtypes differ: ", xv.desc(),
+                 ", ", gamma.value().desc(), ", ", beta.value().desc());
+  BERTRAIN_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
+  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, op, ": dropout p must be in [0, 1), got ", p);
+  const int64_t rows = c ? xv.numel() / c : 0;
+  const int64_t rows_per_sample = xv.dim() >= 2 && xv.size(0) ? rows / xv.size(0) : 1;
+  BERTRAIN_CHECK(rows_per_sample * c < (int64_t{1} << 35), op, ": ", rows_per_sample * c,
+                 " elements per sample exceed the dropout key space");
+  const bool drop = training && p > 0.0;
+  BERTRAIN_CHECK(!drop || !key.tokens || (xv.dim() == 2 && static_cast<int64_t>(key.tokens->sample.size()) == rows),
+                 op, ": packed tokens' dropout key has ", key.tokens ? key.tokens->sample.size() : 0,
+                 " rows, input ", xv.shape().str());
+  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
+  Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
+  Tensor rstd = Tensor::empty({rows}, xv.dtype());
+  Tensor keep = drop ? Tensor::empty(xv.shape(), DType::i8) : Tensor();
+  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
+  return {c, rows, rows_per_sample, drop, ds, y, x_hat, rstd, keep};
+}
+
 }  // namespace
 
 Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, double eps) {
@@ -382,27 +417,8 @@ Variable dropout_add_layer_norm(const Variable& x, const Variable& residual, con
   detail::check_float(op, xv);
   BERTRAIN_CHECK(xv.dim() >= 1 && rv.shape() == xv.shape() && rv.dtype() == xv.dtype(), op, ": input ",
                  xv.desc(), " and residual ", rv.desc(), " must have the same shape and dtype");
-  const int64_t c = xv.size(-1);
-  BERTRAIN_CHECK(gamma.value().shape() == Shape({c}) && beta.value().shape() == Shape({c}), op, ": input ",
-                 xv.shape().str(), " needs gamma and beta of shape (", c, "), got ", gamma.value().shape().str(),
-                 " and ", beta.value().shape().str());
-  BERTRAIN_CHECK(gamma.dtype() == xv.dtype() && beta.dtype() == xv.dtype(), op, ": dtypes differ: ", xv.desc(),
-                 ", ", gamma.value().desc(), ", ", beta.value().desc());
-  BERTRAIN_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
-  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, op, ": dropout p must be in [0, 1), got ", p);
-  const int64_t rows = c ? xv.numel() / c : 0;
-  const int64_t rows_per_sample = xv.dim() >= 2 && xv.size(0) ? rows / xv.size(0) : 1;
-  BERTRAIN_CHECK(rows_per_sample * c < (int64_t{1} << 35), op, ": ", rows_per_sample * c,
-                 " elements per sample exceed the dropout key space");
-  const bool drop = training && p > 0.0;
-  BERTRAIN_CHECK(!drop || !key.tokens || (xv.dim() == 2 && static_cast<int64_t>(key.tokens->sample.size()) == rows),
-                 op, ": packed tokens' dropout key has ", key.tokens ? key.tokens->sample.size() : 0,
-                 " rows, input ", xv.shape().str());
-  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
-  Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
-  Tensor rstd = Tensor::empty({rows}, xv.dtype());
-  Tensor keep = drop ? Tensor::empty(xv.shape(), DType::i8) : Tensor();
-  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
+  auto [c, rows, rows_per_sample, drop, ds, y, x_hat, rstd, keep] =
+      norm_dropout_setup(op, xv, gamma, beta, eps, p, training, key);
   BERTRAIN_DISPATCH_FLOAT(
       xv.dtype(), op,
       DropoutAddLayerNormOp::fwd<T>(xv.data<T>(), rv.data<T>(), gamma.value().data<T>(), beta.value().data<T>(),
@@ -419,27 +435,8 @@ Variable layer_norm_dropout(const Variable& x, const Variable& gamma, const Vari
   const Tensor& xv = x.value();
   detail::check_float(op, xv);
   BERTRAIN_CHECK(xv.dim() >= 1, op, ": input ", xv.shape().str(), " has no last axis");
-  const int64_t c = xv.size(-1);
-  BERTRAIN_CHECK(gamma.value().shape() == Shape({c}) && beta.value().shape() == Shape({c}), op, ": input ",
-                 xv.shape().str(), " needs gamma and beta of shape (", c, "), got ", gamma.value().shape().str(),
-                 " and ", beta.value().shape().str());
-  BERTRAIN_CHECK(gamma.dtype() == xv.dtype() && beta.dtype() == xv.dtype(), op, ": dtypes differ: ", xv.desc(),
-                 ", ", gamma.value().desc(), ", ", beta.value().desc());
-  BERTRAIN_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
-  BERTRAIN_CHECK(p >= 0.0 && p < 1.0, op, ": dropout p must be in [0, 1), got ", p);
-  const int64_t rows = c ? xv.numel() / c : 0;
-  const int64_t rows_per_sample = xv.dim() >= 2 && xv.size(0) ? rows / xv.size(0) : 1;
-  BERTRAIN_CHECK(rows_per_sample * c < (int64_t{1} << 35), op, ": ", rows_per_sample * c,
-                 " elements per sample exceed the dropout key space");
-  const bool drop = training && p > 0.0;
-  BERTRAIN_CHECK(!drop || !key.tokens || (xv.dim() == 2 && static_cast<int64_t>(key.tokens->sample.size()) == rows),
-                 op, ": packed tokens' dropout key has ", key.tokens ? key.tokens->sample.size() : 0,
-                 " rows, input ", xv.shape().str());
-  Tensor y = Tensor::empty(xv.shape(), xv.dtype());
-  Tensor x_hat = Tensor::empty({rows, c}, xv.dtype());
-  Tensor rstd = Tensor::empty({rows}, xv.dtype());
-  Tensor keep = drop ? Tensor::empty(xv.shape(), DType::i8) : Tensor();
-  const double ds = drop ? 1.0 / (1.0 - p) : 1.0;
+  auto [c, rows, rows_per_sample, drop, ds, y, x_hat, rstd, keep] =
+      norm_dropout_setup(op, xv, gamma, beta, eps, p, training, key);
   BERTRAIN_DISPATCH_FLOAT(
       xv.dtype(), op,
       LayerNormDropoutOp::fwd<T>(xv.data<T>(), gamma.value().data<T>(), beta.value().data<T>(), y.data<T>(),
