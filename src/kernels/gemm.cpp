@@ -42,11 +42,23 @@ dnnl::memory::desc md(int64_t batch, int64_t rows, int64_t cols, bool trans,
   return dnnl::memory::desc(d, dt, st);
 }
 
-const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DType::f32) {
+// Both caches hold at most this many primitives and are emptied when full: the unpadded encoder's token count
+// (the M of every linear) changes from batch to batch, so a long finetuning run would otherwise keep one primitive
+// (and its JIT code) per count it ever saw. Primitives are handed out by value (shared handles), so emptying a
+// cache never frees one in use.
+constexpr size_t kMaxCachedPrimitives = 2048;
+
+template <class Map>
+void make_room(Map& cache) {
+  if (cache.size() >= kMaxCachedPrimitives) cache.clear();
+}
+
+Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DType::f32) {
   Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias, operands};
   std::lock_guard<std::mutex> g(g_mu);
   auto it = g_cache.find(key);
   if (it != g_cache.end()) return it->second;
+  make_room(g_cache);
   Prim p;
   const auto odt = operands == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
   p.a = md(s.batch, s.m, s.k, s.trans_a, odt);
@@ -72,7 +84,7 @@ const Prim& get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands
 
 /// get_prim, with oneDNN's "could not create a primitive descriptor" (in practice: bf16 on a CPU without
 /// AVX-512) turned into a bertrain::Error naming the product.
-const Prim& get_prim_or_throw(const GemmShape& s, bool acc, bool has_bias, DType operands) {
+Prim get_prim_or_throw(const GemmShape& s, bool acc, bool has_bias, DType operands) {
   try {
     return get_prim(s, acc, has_bias, operands);
   } catch (const dnnl::error& e) {
@@ -119,7 +131,7 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   }
   BERTRAIN_ASSERT((a.dtype() == DType::f32 || a.dtype() == DType::bf16) && b.dtype() == a.dtype() &&
                   c.dtype() == DType::f32 && (!bias || bias->dtype() == DType::f32));
-  const Prim& p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype());
+  const Prim p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype());
   static thread_local dnnl::stream stream(engine());
   dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
   if (bias) {
@@ -178,7 +190,7 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
                               static_cast<float*>(c), sc, accumulate);
     return;
   }
-  const Prim* pp;
+  Prim prim;
   {
     StridedKey key{b1, b2, m, n, k,
                    {sa.b1, sa.b2, sa.row, sa.col, sb.b1, sb.b2, sb.row, sb.col, sc.b1, sc.b2, sc.row, sc.col},
@@ -186,6 +198,7 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
     std::lock_guard<std::mutex> g(g_mu);
     auto it = g_strided_cache.find(key);
     if (it == g_strided_cache.end()) {
+      make_room(g_strided_cache);
       Prim p;
       const auto ab = bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
       p.a = strided_md(b1, b2, m, k, sa, ab);
@@ -202,14 +215,43 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
       ++g_created;
       it = g_strided_cache.emplace(key, std::move(p)).first;
     }
-    pp = &it->second;
+    prim = it->second;
   }
+  const Prim* pp = &prim;
   static thread_local dnnl::stream stream(engine());
   dnnl::memory am(pp->a, engine(), const_cast<void*>(a)), bm(pp->b, engine(), const_cast<void*>(b)),
       cm(pp->c, engine(), c);
   pp->prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
 }
+
+template <class T>
+void gemm_serial(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool trans_a, const T* b, int64_t ldb,
+                 bool trans_b, T* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using CMap = Eigen::Map<const M, 0, Eigen::OuterStride<>>;
+  Eigen::Map<M, 0, Eigen::OuterStride<>> C(c, m, n, Eigen::OuterStride<>(ldc));
+  if (k == 0) {
+    if (!accumulate) C.setZero();
+    return;
+  }
+  const CMap A(a, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
+  const CMap B(b, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
+  auto run = [&](const auto& x, const auto& y) {
+    if (accumulate) C.noalias() += x * y;
+    else C.noalias() = x * y;
+  };
+  if (!trans_a && !trans_b) run(A, B);
+  else if (trans_a && !trans_b) run(A.transpose(), B);
+  else if (!trans_a) run(A, B.transpose());
+  else run(A.transpose(), B.transpose());
+}
+
+template void gemm_serial<float>(int64_t, int64_t, int64_t, const float*, int64_t, bool, const float*, int64_t, bool,
+                                 float*, int64_t, bool);
+template void gemm_serial<double>(int64_t, int64_t, int64_t, const double*, int64_t, bool, const double*, int64_t,
+                                  bool, double*, int64_t, bool);
 
 bool gemm_bf16_native() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -226,6 +268,11 @@ bool gemm_bf16_supported() {
 int64_t gemm_primitives_created() {
   std::lock_guard<std::mutex> g(g_mu);
   return g_created;
+}
+
+int64_t gemm_primitives_cached() {
+  std::lock_guard<std::mutex> g(g_mu);
+  return static_cast<int64_t>(g_cache.size() + g_strided_cache.size());
 }
 
 }  // namespace bertrain::kernels

@@ -36,8 +36,21 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
                   const GemmStrides& sa, const void* b, const GemmStrides& sb, void* c, const GemmStrides& sc,
                   bool accumulate);
 
+/// One small product on the calling thread, for ops that run many of them inside their own parallel region (no
+/// oneDNN call, no primitive, no threads; Eigen's kernels): C (m, n) (+)= op(A) op(B), where A is stored row-major
+/// as (m, k) with row stride lda, or as (k, m) when trans_a; B as (k, n) with row stride ldb, or (n, k) when
+/// trans_b; C row-major with row stride ldc. T is float or double. Used by attention_varlen, whose per-sequence
+/// products are too small for a oneDNN call each (its fixed cost, ~0.1 ms with OpenMP's fork and join, was 25% of
+/// a bert-mini step on short text).
+template <class T>
+void gemm_serial(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool trans_a, const T* b, int64_t ldb,
+                 bool trans_b, T* c, int64_t ldc, bool accumulate);
+
 /// Number of distinct oneDNN matmul primitives created so far (they are cached by shape).
 int64_t gemm_primitives_created();
+/// Number of primitives cached now (gemm's and gemm_strided's caches together). Each cache holds at most 2048
+/// and is emptied when full, so varying shapes (the unpadded encoder's token count) cannot grow it without bound.
+int64_t gemm_primitives_cached();
 
 /// True when oneDNN runs bf16 matmuls natively here (its effective ISA includes AVX512_BF16, which
 /// DNNL_MAX_CPU_ISA can lower). False: bf16 gemms still work but oneDNN emulates them, slower than f32.

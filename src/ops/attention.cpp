@@ -3,7 +3,12 @@
 // linears produce (strided batched matmuls, kernels::gemm_strided), so no permute copies are made.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "bertrain/core/dtype.h"
 #include "bertrain/ops/ops.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/gemm.h"
@@ -344,6 +349,42 @@ struct VarlenDims {
   }
 };
 
+// bf16 mixed precision on this path: an operand of a product is rounded to bf16 (bf16::from_float_bits, the rule
+// of kernels/convert.h, so the same bits as the padded path's bf16 copies) and the product accumulates in f32.
+template <class T>
+inline T bf16_round(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    return bf16::to_float(bf16::from_float_bits(u));
+  } else {
+    return x;  // f64 never runs in bf16 (detail::bf16_product)
+  }
+}
+
+// One (L, HS) head of sequence s as a product operand: rows of `ld` elements at `base` (token row cu[s], column
+// col), or, when `round`, its bf16-rounded copy in `scratch` (rows of HS). Returns the pointer and its row stride.
+template <class T>
+std::pair<const T*, int64_t> head_operand(const T* base, int64_t ld, int64_t col, int64_t l, int64_t hs, bool round,
+                                          T* scratch) {
+  if (!round) return {base + col, ld};
+  for (int64_t i = 0; i < l; ++i)
+    for (int64_t j = 0; j < hs; ++j) scratch[i * hs + j] = bf16_round(base[i * ld + col + j]);
+  return {scratch, hs};
+}
+
+// An (L, L) block rounded to bf16 into `scratch` when `round`, else as it is.
+template <class T>
+const T* block_operand(const T* x, int64_t n, bool round, T* scratch) {
+  if (!round) return x;
+  for (int64_t i = 0; i < n; ++i) scratch[i] = bf16_round(x[i]);
+  return scratch;
+}
+
+// Attention per sequence, as one op: every (sequence, head) is one work item of a single parallel region that
+// runs its products on its thread (kernels::gemm_serial) between the fused softmax + dropout rows, forward and
+// backward. Sequences are short and of many lengths: a oneDNN call (and a primitive) per sequence and product cost
+// more than the products themselves on short text (768 calls per bert-mini step, 25% of its time).
 struct AttentionVarlenOp {
   static constexpr const char* kName = "attention_varlen";
   struct Saved {
@@ -357,101 +398,116 @@ struct AttentionVarlenOp {
     bool bf16;
   };
 
-  // Every row (sequence s, head, query) of the flat probabilities: row r of sequence s starts at
-  // poff[s] + r * L. Rows are listed once so one parallel region covers all sequences.
-  static std::vector<std::pair<int32_t, int32_t>> rows(const VarlenDims& d) {
+  // Items (sequence, head), longest sequences first so the dynamic schedule ends balanced.
+  static std::vector<std::pair<int32_t, int32_t>> items(const VarlenDims& d) {
     std::vector<std::pair<int32_t, int32_t>> r;
     for (size_t s = 0; s < d.count(); ++s)
-      for (int64_t i = 0; i < d.nh * d.len(s); ++i) r.emplace_back(static_cast<int32_t>(s), static_cast<int32_t>(i));
+      if (d.len(s) > 0)
+        for (int64_t h = 0; h < d.nh; ++h) r.emplace_back(static_cast<int32_t>(s), static_cast<int32_t>(h));
+    std::stable_sort(r.begin(), r.end(), [&](const auto& a, const auto& b) {
+      return d.len(static_cast<size_t>(a.first)) > d.len(static_cast<size_t>(b.first));
+    });
     return r;
   }
 
-  // In place over the flat scores y: scale, softmax (kept for backward) and, with keep, the dropped
-  // probabilities p of sequence s keyed as sample key.first_row + s (attention()'s masks on its real rows).
+  // Forward of every item: S = Q K^T (L, HS) x (HS, L) into y; per row scale, softmax (kept in y) and, with keep,
+  // the dropped probabilities p keyed as sample key.first_row + s (attention()'s masks on its real rows); then
+  // ctx = P V (L, L) x (L, HS) into the (N, NH, HS) layout. q, k, v: rows of d.ld at their layout offsets.
   template <class T>
-  static void softmax_dropout_fwd(const VarlenDims& d, int64_t total, T* y, T scale, T* p, uint8_t* keep,
-                                  const DropoutKey& key, uint32_t thr, T ds) {
-    const auto rs = rows(d);
-    const int64_t n_rows = static_cast<int64_t>(rs.size());
-#pragma omp parallel for schedule(static) if (total > 16384)
-    for (int64_t r = 0; r < n_rows; ++r) {
-      const size_t s = static_cast<size_t>(rs[static_cast<size_t>(r)].first);
-      const int64_t row = rs[static_cast<size_t>(r)].second, l = d.len(s), off = d.poff[s] + row * l;
-      softmax_dropout_row<T>(y + off, nullptr, l, scale, y + off, keep ? p + off : nullptr,
-                             keep ? keep + off : nullptr, key, key.first_row + static_cast<int64_t>(s), row / l,
-                             row % l, thr, ds);
+  static void fwd(const VarlenDims& d, const QkvLayout& lay, const T* q, const T* k, const T* v, bool bf, T scale,
+                  T* y, T* p, uint8_t* keep, const DropoutKey& key, uint32_t thr, T ds, T* ctx) {
+    const auto its = items(d);
+    const int64_t n_items = static_cast<int64_t>(its.size()), hs = d.hs, h_all = d.h();
+#pragma omp parallel if (n_items > 1)
+    {
+      std::vector<T> buf;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t it = 0; it < n_items; ++it) {
+        const size_t s = static_cast<size_t>(its[static_cast<size_t>(it)].first);
+        const int64_t h = its[static_cast<size_t>(it)].second, l = d.len(s), row0 = d.cu[s];
+        if (bf && buf.size() < static_cast<size_t>(3 * l * hs + l * l)) buf.resize(static_cast<size_t>(3 * l * hs + l * l));
+        T* const sq = buf.data();
+        T* const sk = bf ? sq + l * hs : nullptr;
+        T* const sv = bf ? sk + l * hs : nullptr;
+        T* const sp = bf ? sv + l * hs : nullptr;
+        const auto [qa, ldq] = head_operand(q + row0 * d.ld, d.ld, lay.q_off + h * hs, l, hs, bf, sq);
+        const auto [ka, ldk] = head_operand(k + row0 * d.ld, d.ld, lay.k_off + h * hs, l, hs, bf, sk);
+        T* const yb = y + d.poff[s] + h * l * l;
+        kernels::gemm_serial<T>(l, l, hs, qa, ldq, false, ka, ldk, true, yb, l, false);
+        T* const pb = keep ? p + d.poff[s] + h * l * l : nullptr;
+        uint8_t* const kb = keep ? keep + d.poff[s] + h * l * l : nullptr;
+        for (int64_t i = 0; i < l; ++i)
+          softmax_dropout_row<T>(yb + i * l, nullptr, l, scale, yb + i * l, pb ? pb + i * l : nullptr,
+                                 kb ? kb + i * l : nullptr, key, key.first_row + static_cast<int64_t>(s), h, i, thr, ds);
+        const auto [va, ldv] = head_operand(v + row0 * d.ld, d.ld, lay.v_off + h * hs, l, hs, bf, sv);
+        const T* pa = block_operand<T>(keep ? pb : yb, l * l, bf, sp);
+        kernels::gemm_serial<T>(l, hs, l, pa, l, false, va, ldv, false, ctx + row0 * h_all + h * hs, h_all, false);
+      }
+    }
+  }
+
+  // Backward of every item, the forward's products in reverse: dV = P^T dctx; dP = dctx V^T, turned in place
+  // into the gradient of Q K^T (softmax_dropout_row_bwd); dQ = dS K; dK = dS^T Q. Gradients: rows of d.ld at gq,
+  // gk, gv (null where not needed), each item writing its own rows and columns.
+  template <class T>
+  static void bwd_items(const Saved& sv, const T* dctx, T* gq, T* gk, T* gv, bool acc_q, bool acc_k, bool acc_v) {
+    const VarlenDims& d = sv.d;
+    const QkvLayout& lay = sv.layout;
+    const bool bf = sv.bf16;
+    const T* q = sv.q.data<T>();
+    const T* k = sv.k.data<T>();
+    const T* v = sv.v.data<T>();
+    const T* y = sv.y.data<T>();
+    const T* probs = sv.probs.data<T>();
+    const uint8_t* keep = sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr;
+    const T dsc = static_cast<T>(sv.drop_scale), sc = static_cast<T>(sv.scale);
+    const auto its = items(d);
+    const int64_t n_items = static_cast<int64_t>(its.size()), hs = d.hs, h_all = d.h(), ld = d.ld;
+#pragma omp parallel if (n_items > 1)
+    {
+      std::vector<T> buf;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t it = 0; it < n_items; ++it) {
+        const size_t s = static_cast<size_t>(its[static_cast<size_t>(it)].first);
+        const int64_t h = its[static_cast<size_t>(it)].second, l = d.len(s), row0 = d.cu[s];
+        const size_t need = static_cast<size_t>(4 * l * hs + 2 * l * l);
+        if (buf.size() < need) buf.resize(need);
+        T* const sdc = buf.data();  // dctx head (bf16-rounded copy)
+        T* const sq = sdc + l * hs;
+        T* const sk = sq + l * hs;
+        T* const sv_ = sk + l * hs;
+        T* const sp = sv_ + l * hs;  // P rounded
+        T* const dsb = sp + l * l;   // dP, then dS
+        const int64_t off = d.poff[s] + h * l * l;
+        const auto [dca, lddc] = head_operand(dctx + row0 * h_all, h_all, h * hs, l, hs, bf, sdc);
+        if (gv) {
+          const T* pa = block_operand<T>(probs + off, l * l, bf, sp);
+          kernels::gemm_serial<T>(l, hs, l, pa, l, true, dca, lddc, false, gv + row0 * ld + h * hs, ld, acc_v);
+        }
+        if (!gq && !gk) continue;
+        const auto [va, ldv] = head_operand(v + row0 * ld, ld, lay.v_off + h * hs, l, hs, bf, sv_);
+        kernels::gemm_serial<T>(l, l, hs, dca, lddc, false, va, ldv, true, dsb, l, false);
+        for (int64_t i = 0; i < l; ++i)
+          softmax_dropout_row_bwd<T>(dsb + i * l, y + off + i * l, keep ? keep + off + i * l : nullptr, l, dsc, sc);
+        if (bf)
+          for (int64_t i = 0; i < l * l; ++i) dsb[i] = bf16_round(dsb[i]);
+        if (gq) {
+          const auto [ka, ldk] = head_operand(k + row0 * ld, ld, lay.k_off + h * hs, l, hs, bf, sk);
+          kernels::gemm_serial<T>(l, hs, l, dsb, l, false, ka, ldk, false, gq + row0 * ld + h * hs, ld, acc_q);
+        }
+        if (gk) {
+          const auto [qa, ldq] = head_operand(q + row0 * ld, ld, lay.q_off + h * hs, l, hs, bf, sq);
+          kernels::gemm_serial<T>(l, hs, l, dsb, l, true, qa, ldq, false, gk + row0 * ld + h * hs, ld, acc_k);
+        }
+      }
     }
   }
 
   template <class T>
   static void bwd(const Saved& sv, const Tensor& dctx, std::vector<GradSlot>& g) {
-    const VarlenDims& d = sv.d;
-    const QkvLayout& lay = sv.layout;
-    const DType dt = dctx.dtype();
-    const bool bf = sv.bf16;
-    const DType gdt = bf ? DType::bf16 : dt;
-    const Tensor dc = operand(dctx, bf);
-    const int64_t osz = static_cast<int64_t>(dtype_size(dt));
-    const QkvGrads gr = QkvGrads::prepare(lay, sv.q, sv.k, sv.v, dt, g);
-    QkvOperands ops{lay, bf, Tensor()};
-    // Token row cu[s] of a gradient (rows of ld) at base `p`.
-    auto grad_at = [&](char* p, size_t s) { return p + d.cu[s] * d.ld * osz; };
-    if (gr.v) {  // dV = P^T dctx per sequence: (L, L)^T x (L, HS)
-      const Tensor pb = operand(sv.probs, bf);
-      for (size_t s = 0; s < d.count(); ++s) {
-        const int64_t l = d.len(s);
-        if (l == 0) continue;
-        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(pb, d.poff[s]), d.probs(l, true), at(dc, d.cu[s] * d.h()),
-                              d.ctx(l), grad_at(gr.v, s), d.heads(l, false), gr.acc_v);
-      }
-    }
-    if (!gr.q && !gr.k) return;
-    Tensor ds = Tensor::empty(sv.y.shape(), dt);
-    {  // dP = dctx V^T: (L, HS) x (HS, L)
-      const Tensor vb = ops.get(sv.v);
-      for (size_t s = 0; s < d.count(); ++s) {
-        const int64_t l = d.len(s);
-        if (l == 0) continue;
-        kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, at(dc, d.cu[s] * d.h()), d.ctx(l),
-                              at(vb, d.cu[s] * d.ld + lay.v_off), d.heads(l, true),
-                              static_cast<char*>(ds.raw_data()) + d.poff[s] * osz, d.probs(l, false), false);
-      }
-    }
-    {
-      const auto rs = rows(d);
-      const int64_t n_rows = static_cast<int64_t>(rs.size());
-      T* dp = ds.data<T>();
-      const T* y = sv.y.data<T>();
-      const uint8_t* keep = sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr;
-      const T dsc = static_cast<T>(sv.drop_scale), sc = static_cast<T>(sv.scale);
-#pragma omp parallel for schedule(static) if (sv.y.numel() > 16384)
-      for (int64_t r = 0; r < n_rows; ++r) {
-        const size_t s = static_cast<size_t>(rs[static_cast<size_t>(r)].first);
-        const int64_t l = d.len(s), off = d.poff[s] + rs[static_cast<size_t>(r)].second * l;
-        softmax_dropout_row_bwd<T>(dp + off, y + off, keep ? keep + off : nullptr, l, dsc, sc);
-      }
-    }
-    const Tensor dsb = operand(ds, bf);
-    if (gr.q) {  // dQ = dS K: (L, L) x (L, HS)
-      const Tensor kb = ops.get(sv.k);
-      for (size_t s = 0; s < d.count(); ++s) {
-        const int64_t l = d.len(s);
-        if (l == 0) continue;
-        const GemmStrides hd = d.heads(l, false);
-        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb, d.poff[s]), d.probs(l, false),
-                              at(kb, d.cu[s] * d.ld + lay.k_off), hd, grad_at(gr.q, s), hd, gr.acc_q);
-      }
-    }
-    if (gr.k) {  // dK = dS^T Q: (L, L)^T x (L, HS)
-      const Tensor qb = ops.get(sv.q);
-      for (size_t s = 0; s < d.count(); ++s) {
-        const int64_t l = d.len(s);
-        if (l == 0) continue;
-        const GemmStrides hd = d.heads(l, false);
-        kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(dsb, d.poff[s]), d.probs(l, true),
-                              at(qb, d.cu[s] * d.ld + lay.q_off), hd, grad_at(gr.k, s), hd, gr.acc_k);
-      }
-    }
+    const QkvGrads gr = QkvGrads::prepare(sv.layout, sv.q, sv.k, sv.v, dctx.dtype(), g);
+    bwd_items<T>(sv, dctx.data<T>(), reinterpret_cast<T*>(gr.q), reinterpret_cast<T*>(gr.k), reinterpret_cast<T*>(gr.v),
+                 gr.acc_q, gr.acc_k, gr.acc_v);
   }
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
@@ -487,41 +543,21 @@ Variable attention_varlen_forward(const char* op, const std::vector<Variable>& i
   }
   const DType dt = qv.dtype();
   const bool bf = detail::bf16_product(qv);
-  const DType gdt = bf ? DType::bf16 : dt;
-  const int64_t osz = static_cast<int64_t>(dtype_size(dt));
   const bool drop = training && p > 0.0;
   Tensor y = Tensor::empty({total}, dt);
-  QkvOperands ops{layout, bf, Tensor()};
-  const Tensor qb = ops.get(qv), kb = ops.get(kv), vb = ops.get(vv);
-  for (size_t s = 0; s < d.count(); ++s) {  // scores = Q K^T: (L, HS) x (HS, L) per head
-    const int64_t l = d.len(s);
-    if (l == 0) continue;
-    kernels::gemm_strided(gdt, 1, d.nh, l, l, d.hs, at(qb, d.cu[s] * d.ld + layout.q_off), d.heads(l, false),
-                          at(kb, d.cu[s] * d.ld + layout.k_off), d.heads(l, true),
-                          static_cast<char*>(y.raw_data()) + d.poff[s] * osz, d.probs(l, false), false);
-  }
   Tensor probs = y, keep;
   const double dsc = drop ? 1.0 / (1.0 - p) : 1.0;
   if (drop) {
     probs = Tensor::empty(y.shape(), dt);
     keep = Tensor::empty(y.shape(), DType::i8);
   }
-  BERTRAIN_DISPATCH_FLOAT(dt, "attention_varlen",
-                          AttentionVarlenOp::softmax_dropout_fwd<T>(
-                              d, total, y.data<T>(), static_cast<T>(scale), drop ? probs.data<T>() : nullptr,
-                              drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, key,
-                              kernels::dropout_threshold16(p), static_cast<T>(dsc)));
   Tensor ctx = Tensor::empty({n, h}, dt);
-  {
-    const Tensor pb = operand(probs, bf);
-    for (size_t s = 0; s < d.count(); ++s) {  // ctx = P V: (L, L) x (L, HS), into the (N, NH, HS) layout
-      const int64_t l = d.len(s);
-      if (l == 0) continue;
-      kernels::gemm_strided(gdt, 1, d.nh, l, d.hs, l, at(pb, d.poff[s]), d.probs(l, false),
-                            at(vb, d.cu[s] * d.ld + layout.v_off), d.heads(l, false),
-                            static_cast<char*>(ctx.raw_data()) + d.cu[s] * d.h() * osz, d.ctx(l), false);
-    }
-  }
+  BERTRAIN_DISPATCH_FLOAT(dt, "attention_varlen",
+                          AttentionVarlenOp::fwd<T>(
+                              d, layout, qv.data<T>(), kv.data<T>(), vv.data<T>(), bf, static_cast<T>(scale),
+                              y.data<T>(), drop ? probs.data<T>() : nullptr,
+                              drop ? reinterpret_cast<uint8_t*>(keep.data<int8_t>()) : nullptr, key,
+                              kernels::dropout_threshold16(p), static_cast<T>(dsc), ctx.data<T>()));
   return detail::record<AttentionVarlenOp>(ctx, inputs,
                                            {qv, kv, vv, y, probs, keep, std::move(d), layout, scale, dsc, bf});
 }
