@@ -10,6 +10,13 @@
 #                                        else /tmp/bertrain-fuzz); one summary line per target in OUT/summary.tsv
 #   scripts/fuzz.sh --build-only
 # BUILD_DIR (default build-fuzz) and JOBS (default: all cores) may be set in the environment.
+#
+# Dependency findings that bertrain cannot guard against (a crash inside libhdf5 on a corrupt file) are listed in
+# fuzz/dependency/excluded.tsv by the stack frame that identifies them. A target listed there runs in libFuzzer's
+# fork mode with -ignore_crashes=1, so one such crash does not end its campaign; afterwards every crash input of the
+# run is replayed, and one whose stack has a listed frame among its top frames is moved to OUT/TARGET/excluded/ID/
+# with its stack and counted in the summary line's last column. Any other crash, leak, timeout or out-of-memory
+# input is a finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
@@ -50,15 +57,39 @@ for t in "${targets[@]}"; do
   opts=(-timeout=60 -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix="$d/" -print_final_stats=1
         -runs="$runs" -max_total_time="$seconds")
   [ -f "fuzz/dict/$t.dict" ] && opts+=(-dict="fuzz/dict/$t.dict")
-  echo "fuzz.sh: $t: up to $runs executions or $seconds s; log $d/log"
+  # This target's exclusions: "ID FRAME" per line of fuzz/dependency/excluded.tsv (id, target, frame).
+  mapfile -t exclusions < <(awk -F'\t' -v t="$t" '!/^#/ && $2 == t { print $1 " " $3 }' fuzz/dependency/excluded.tsv)
+  [ ${#exclusions[@]} -gt 0 ] && opts+=(-fork=1 -ignore_crashes=1)
+  echo "fuzz.sh: $t: up to $runs executions or $seconds s; log $d/log${exclusions:+ (fork mode: excluded ${exclusions[*]})}"
   start=$(date +%s)
   touch "$d/.started"  # findings are the artifacts of this run only (earlier runs' stay in $d)
   rc=0
   nice -n 19 "$BUILD_DIR/fuzz/fuzz_$t" "${opts[@]}" "$d/corpus" "fuzz/corpus/$t" >"$d/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$d/log" | tail -1)
-  finding=$(find "$d" -maxdepth 1 -newer "$d/.started" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
-            -o -name 'oom-*' -o -name 'slow-unit-*' \) | head -1)
-  line=$(printf '%s\t%s\t%s\t%s\t%s\t%s' "$t" "${execs:-?}" "$(( $(date +%s) - start ))" "$rc" \
-         "$(date -u +%Y-%m-%dT%H:%MZ)" "${finding:-none}")
+  # Fork mode prints no final stats of its jobs: its last progress line "#N: cov: ..." counts every job's runs.
+  [ -z "$execs" ] && execs=$(sed -n 's/^#\([0-9][0-9]*\): cov:.*/\1/p' "$d/log" | tail -1)
+  finding="" excluded=0 excluded_ids=""
+  while IFS= read -r f; do
+    id=""
+    if [ ${#exclusions[@]} -gt 0 ] && [[ $(basename "$f") == crash-* ]]; then
+      stack=$("$BUILD_DIR/fuzz/fuzz_$t" "$f" 2>&1 || true)
+      for e in "${exclusions[@]}"; do
+        if grep -qE "^ *#[0-3] 0x[0-9a-f]+ in ${e#* }( |\$)" <<<"$stack"; then id=${e%% *}; break; fi
+      done
+    fi
+    if [ -n "$id" ]; then
+      mkdir -p "$d/excluded/$id"
+      mv "$f" "$d/excluded/$id/"
+      printf '%s\n' "$stack" >"$d/excluded/$id/$(basename "$f").stack"
+      excluded=$((excluded + 1))
+      case " $excluded_ids " in *" $id "*) ;; *) excluded_ids="${excluded_ids:+$excluded_ids }$id" ;; esac
+    elif [ -z "$finding" ]; then
+      finding=$f
+    fi
+  done < <(find "$d" -maxdepth 1 -newer "$d/.started" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+            -o -name 'oom-*' -o -name 'slow-unit-*' \) | sort)
+  line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$t" "${execs:-?}" "$(( $(date +%s) - start ))" "$rc" \
+         "$(date -u +%Y-%m-%dT%H:%MZ)" "${finding:-none}" \
+         "$([ "$excluded" -gt 0 ] && echo "excluded $excluded ($excluded_ids)" || echo "excluded 0")")
   echo "$line" | tee -a "$OUT/summary.tsv"
 done
