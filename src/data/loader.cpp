@@ -176,38 +176,52 @@ std::vector<int64_t> PretrainingLoader::micro_batch_indices(const std::vector<in
 
 // ------------------------------------------------------------------------------------------------- batches
 
+namespace {
+
+// A batch's tensors allocated at (B, T) and (B, P), with their data pointers; copy() fills row r from sample
+// `slot` of a features table (the masked-LM weight 1 where a position is set).
+struct BatchRows {
+  int64_t T, P;
+  int32_t *ids, *tt, *am, *pos, *mid, *nsl;
+  float* w;
+  BatchRows(PretrainingBatch& b, int64_t B, int64_t t, int64_t p) : T(t), P(p) {
+    b.input_ids = Tensor::empty({B, T}, DType::i32);
+    b.token_type_ids = Tensor::empty({B, T}, DType::i32);
+    b.attention_mask = Tensor::empty({B, T}, DType::i32);
+    b.masked_lm_positions = Tensor::empty({B, P}, DType::i32);
+    b.masked_lm_ids = Tensor::empty({B, P}, DType::i32);
+    b.masked_lm_weights = Tensor::empty({B, P}, DType::f32);
+    b.next_sentence_labels = Tensor::empty({B}, DType::i32);
+    ids = b.input_ids.data<int32_t>();
+    tt = b.token_type_ids.data<int32_t>();
+    am = b.attention_mask.data<int32_t>();
+    pos = b.masked_lm_positions.data<int32_t>();
+    mid = b.masked_lm_ids.data<int32_t>();
+    w = b.masked_lm_weights.data<float>();
+    nsl = b.next_sentence_labels.data<int32_t>();
+  }
+  void copy(int64_t r, const PretrainingFeatures& f, int64_t slot) {
+    const size_t src_t = static_cast<size_t>(slot * T), src_p = static_cast<size_t>(slot * P);
+    std::copy_n(f.input_ids.begin() + static_cast<std::ptrdiff_t>(src_t), T, ids + r * T);
+    std::copy_n(f.segment_ids.begin() + static_cast<std::ptrdiff_t>(src_t), T, tt + r * T);
+    std::copy_n(f.input_mask.begin() + static_cast<std::ptrdiff_t>(src_t), T, am + r * T);
+    std::copy_n(f.masked_lm_positions.begin() + static_cast<std::ptrdiff_t>(src_p), P, pos + r * P);
+    std::copy_n(f.masked_lm_ids.begin() + static_cast<std::ptrdiff_t>(src_p), P, mid + r * P);
+    for (int64_t p = 0; p < P; ++p) w[r * P + p] = pos[r * P + p] != 0 ? 1.0f : 0.0f;
+    nsl[r] = f.next_sentence_labels[static_cast<size_t>(slot)];
+  }
+};
+
+}  // namespace
+
 void fill_pretraining_batch(const PretrainingFeatures& f, std::span<const int64_t> samples, PretrainingBatch& b) {
-  const int64_t B = static_cast<int64_t>(samples.size()), T = f.max_seq_length, P = f.max_predictions_per_seq;
+  const int64_t B = static_cast<int64_t>(samples.size());
   BERTRAIN_CHECK(B > 0, "fill_pretraining_batch: no samples");
-  b.input_ids = Tensor::empty({B, T}, DType::i32);
-  b.token_type_ids = Tensor::empty({B, T}, DType::i32);
-  b.attention_mask = Tensor::empty({B, T}, DType::i32);
-  b.masked_lm_positions = Tensor::empty({B, P}, DType::i32);
-  b.masked_lm_ids = Tensor::empty({B, P}, DType::i32);
-  b.masked_lm_weights = Tensor::empty({B, P}, DType::f32);
-  b.next_sentence_labels = Tensor::empty({B}, DType::i32);
-  int32_t* ids = b.input_ids.data<int32_t>();
-  int32_t* tt = b.token_type_ids.data<int32_t>();
-  int32_t* am = b.attention_mask.data<int32_t>();
-  int32_t* pos = b.masked_lm_positions.data<int32_t>();
-  int32_t* mid = b.masked_lm_ids.data<int32_t>();
-  float* w = b.masked_lm_weights.data<float>();
-  int32_t* nsl = b.next_sentence_labels.data<int32_t>();
+  BatchRows rows(b, B, f.max_seq_length, f.max_predictions_per_seq);
   for (int64_t r = 0; r < B; ++r) {
     const int64_t s = samples[static_cast<size_t>(r)];
     BERTRAIN_CHECK(s >= 0 && s < f.size(), "fill_pretraining_batch: sample ", s, " outside [0, ", f.size(), ")");
-    const size_t src_t = static_cast<size_t>(s * T), src_p = static_cast<size_t>(s * P);
-    for (int64_t t = 0; t < T; ++t) {
-      ids[r * T + t] = f.input_ids[src_t + static_cast<size_t>(t)];
-      tt[r * T + t] = f.segment_ids[src_t + static_cast<size_t>(t)];
-      am[r * T + t] = f.input_mask[src_t + static_cast<size_t>(t)];
-    }
-    for (int64_t p = 0; p < P; ++p) {
-      pos[r * P + p] = f.masked_lm_positions[src_p + static_cast<size_t>(p)];
-      mid[r * P + p] = f.masked_lm_ids[src_p + static_cast<size_t>(p)];
-      w[r * P + p] = pos[r * P + p] != 0 ? 1.0f : 0.0f;
-    }
-    nsl[r] = f.next_sentence_labels[static_cast<size_t>(s)];
+    rows.copy(r, f, s);
   }
 }
 
@@ -363,20 +377,12 @@ struct PretrainingLoader::Impl {
     b.step = at.sample / G;
     b.micro_step = at.micro;
     b.next = advance(at);
-    b.input_ids = Tensor::empty({B, T}, DType::i32);
-    b.token_type_ids = Tensor::empty({B, T}, DType::i32);
-    b.attention_mask = Tensor::empty({B, T}, DType::i32);
-    b.masked_lm_positions = Tensor::empty({B, P}, DType::i32);
-    b.masked_lm_ids = Tensor::empty({B, P}, DType::i32);
-    b.masked_lm_weights = Tensor::empty({B, P}, DType::f32);
-    b.next_sentence_labels = Tensor::empty({B}, DType::i32);
-    int32_t* ids = b.input_ids.data<int32_t>();
-    int32_t* tt = b.token_type_ids.data<int32_t>();
-    int32_t* am = b.attention_mask.data<int32_t>();
-    int32_t* pos = b.masked_lm_positions.data<int32_t>();
-    int32_t* mid = b.masked_lm_ids.data<int32_t>();
-    float* w = b.masked_lm_weights.data<float>();
-    int32_t* nsl = b.next_sentence_labels.data<int32_t>();
+    BatchRows rows(b, B, T, P);
+    int32_t* ids = rows.ids;
+    int32_t* am = rows.am;
+    int32_t* pos = rows.pos;
+    int32_t* mid = rows.mid;
+    float* w = rows.w;
 
     const EpochPlan& pl = plan(at.epoch);
     const int64_t first = at.sample + (opt.rank * A + at.micro) * B;
@@ -397,16 +403,8 @@ struct PretrainingLoader::Impl {
       const WindowPtr win = windows.at({at.epoch, pl.window_of(q)}).get();  // rethrows a read error
       const int32_t slot = win->slot[static_cast<size_t>(q - win->begin)];
       BERTRAIN_ASSERT(slot >= 0, "position ", q, " of epoch ", at.epoch, " is not this rank's");
-      const PretrainingFeatures& f = win->rows;
       b.sample_index[static_cast<size_t>(r)] = win->order[static_cast<size_t>(q - win->begin)];
-      std::copy_n(f.input_ids.begin() + slot * T, T, ids + r * T);
-      for (int64_t t = 0; t < T; ++t) {
-        tt[r * T + t] = f.segment_ids[static_cast<size_t>(slot * T + t)];
-        am[r * T + t] = f.input_mask[static_cast<size_t>(slot * T + t)];
-      }
-      std::copy_n(f.masked_lm_positions.begin() + slot * P, P, pos + r * P);
-      std::copy_n(f.masked_lm_ids.begin() + slot * P, P, mid + r * P);
-      nsl[r] = f.next_sentence_labels[static_cast<size_t>(slot)];
+      rows.copy(r, win->rows, slot);
     }
     for (int64_t r = 0; r < B; ++r) {
       const int64_t s = b.sample_index[static_cast<size_t>(r)];

@@ -410,40 +410,54 @@ struct AttentionVarlenOp {
     return r;
   }
 
-  // Forward of every item: S = Q K^T (L, HS) x (HS, L) into y; per row scale, softmax (kept in y) and, with keep,
-  // the dropped probabilities p keyed as sample key.first_row + s (attention()'s masks on its real rows); then
-  // ctx = P V (L, L) x (L, HS) into the (N, NH, HS) layout. q, k, v: rows of d.ld at their layout offsets.
-  template <class T>
-  static void fwd(const VarlenDims& d, const QkvLayout& lay, const T* q, const T* k, const T* v, bool bf, T scale,
-                  T* y, T* p, uint8_t* keep, const DropoutKey& key, uint32_t thr, T ds, T* ctx) {
+  // Runs fn(s, h, scratch) for every item (sequence s, head h) in one parallel region (dynamic schedule), with
+  // `scratch` at least scratch_elems(L) elements of T for the item's length L (one buffer per thread).
+  template <class T, class Need, class Fn>
+  static void for_each_item(const VarlenDims& d, Need&& scratch_elems, Fn&& fn) {
     const auto its = items(d);
-    const int64_t n_items = static_cast<int64_t>(its.size()), hs = d.hs, h_all = d.h();
+    const int64_t n_items = static_cast<int64_t>(its.size());
 #pragma omp parallel if (n_items > 1)
     {
       std::vector<T> buf;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t it = 0; it < n_items; ++it) {
         const size_t s = static_cast<size_t>(its[static_cast<size_t>(it)].first);
-        const int64_t h = its[static_cast<size_t>(it)].second, l = d.len(s), row0 = d.cu[s];
-        if (bf && buf.size() < static_cast<size_t>(3 * l * hs + l * l)) buf.resize(static_cast<size_t>(3 * l * hs + l * l));
-        T* const sq = buf.data();
-        T* const sk = bf ? sq + l * hs : nullptr;
-        T* const sv = bf ? sk + l * hs : nullptr;
-        T* const sp = bf ? sv + l * hs : nullptr;
-        const auto [qa, ldq] = head_operand(q + row0 * d.ld, d.ld, lay.q_off + h * hs, l, hs, bf, sq);
-        const auto [ka, ldk] = head_operand(k + row0 * d.ld, d.ld, lay.k_off + h * hs, l, hs, bf, sk);
-        T* const yb = y + d.poff[s] + h * l * l;
-        kernels::gemm_serial<T>(l, l, hs, qa, ldq, false, ka, ldk, true, yb, l, false);
-        T* const pb = keep ? p + d.poff[s] + h * l * l : nullptr;
-        uint8_t* const kb = keep ? keep + d.poff[s] + h * l * l : nullptr;
-        for (int64_t i = 0; i < l; ++i)
-          softmax_dropout_row<T>(yb + i * l, nullptr, l, scale, yb + i * l, pb ? pb + i * l : nullptr,
-                                 kb ? kb + i * l : nullptr, key, key.first_row + static_cast<int64_t>(s), h, i, thr, ds);
-        const auto [va, ldv] = head_operand(v + row0 * d.ld, d.ld, lay.v_off + h * hs, l, hs, bf, sv);
-        const T* pa = block_operand<T>(keep ? pb : yb, l * l, bf, sp);
-        kernels::gemm_serial<T>(l, hs, l, pa, l, false, va, ldv, false, ctx + row0 * h_all + h * hs, h_all, false);
+        const size_t need = static_cast<size_t>(scratch_elems(d.len(s)));
+        if (buf.size() < need) buf.resize(need);
+        fn(s, static_cast<int64_t>(its[static_cast<size_t>(it)].second), buf.data());
       }
     }
+  }
+
+  // Forward of every item: S = Q K^T (L, HS) x (HS, L) into y; per row scale, softmax (kept in y) and, with keep,
+  // the dropped probabilities p keyed as sample key.first_row + s (attention()'s masks on its real rows); then
+  // ctx = P V (L, L) x (L, HS) into the (N, NH, HS) layout. q, k, v: rows of d.ld at their layout offsets.
+  template <class T>
+  static void fwd(const VarlenDims& d, const QkvLayout& lay, const T* q, const T* k, const T* v, bool bf, T scale, T* y,
+                  T* p, uint8_t* keep, const DropoutKey& key, uint32_t thr, T ds, T* ctx) {
+    const int64_t hs = d.hs, h_all = d.h();
+    for_each_item<T>(
+        d, [&](int64_t l) { return bf ? 3 * l * hs + l * l : 0; },
+        [&](size_t s, int64_t h, T* scratch) {
+          const int64_t l = d.len(s), row0 = d.cu[s];
+          T* const sq = scratch;  // bf16-rounded copies of the q, k, v heads and of P (under bf16 only)
+          T* const sk = bf ? sq + l * hs : nullptr;
+          T* const sv = bf ? sk + l * hs : nullptr;
+          T* const sp = bf ? sv + l * hs : nullptr;
+          const auto [qa, ldq] = head_operand(q + row0 * d.ld, d.ld, lay.q_off + h * hs, l, hs, bf, sq);
+          const auto [ka, ldk] = head_operand(k + row0 * d.ld, d.ld, lay.k_off + h * hs, l, hs, bf, sk);
+          T* const yb = y + d.poff[s] + h * l * l;
+          kernels::gemm_serial<T>(l, l, hs, qa, ldq, false, ka, ldk, true, yb, l, false);
+          T* const pb = keep ? p + d.poff[s] + h * l * l : nullptr;
+          uint8_t* const kb = keep ? keep + d.poff[s] + h * l * l : nullptr;
+          for (int64_t i = 0; i < l; ++i)
+            softmax_dropout_row<T>(yb + i * l, nullptr, l, scale, yb + i * l, pb ? pb + i * l : nullptr,
+                                   kb ? kb + i * l : nullptr, key, key.first_row + static_cast<int64_t>(s), h, i, thr,
+                                   ds);
+          const auto [va, ldv] = head_operand(v + row0 * d.ld, d.ld, lay.v_off + h * hs, l, hs, bf, sv);
+          const T* pa = block_operand<T>(keep ? pb : yb, l * l, bf, sp);
+          kernels::gemm_serial<T>(l, hs, l, pa, l, false, va, ldv, false, ctx + row0 * h_all + h * hs, h_all, false);
+        });
   }
 
   // Backward of every item, the forward's products in reverse: dV = P^T dctx; dP = dctx V^T, turned in place
@@ -461,46 +475,39 @@ struct AttentionVarlenOp {
     const T* probs = sv.probs.data<T>();
     const uint8_t* keep = sv.keep.defined() ? reinterpret_cast<const uint8_t*>(sv.keep.data<int8_t>()) : nullptr;
     const T dsc = static_cast<T>(sv.drop_scale), sc = static_cast<T>(sv.scale);
-    const auto its = items(d);
-    const int64_t n_items = static_cast<int64_t>(its.size()), hs = d.hs, h_all = d.h(), ld = d.ld;
-#pragma omp parallel if (n_items > 1)
-    {
-      std::vector<T> buf;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t it = 0; it < n_items; ++it) {
-        const size_t s = static_cast<size_t>(its[static_cast<size_t>(it)].first);
-        const int64_t h = its[static_cast<size_t>(it)].second, l = d.len(s), row0 = d.cu[s];
-        const size_t need = static_cast<size_t>(4 * l * hs + 2 * l * l);
-        if (buf.size() < need) buf.resize(need);
-        T* const sdc = buf.data();  // dctx head (bf16-rounded copy)
-        T* const sq = sdc + l * hs;
-        T* const sk = sq + l * hs;
-        T* const sv_ = sk + l * hs;
-        T* const sp = sv_ + l * hs;  // P rounded
-        T* const dsb = sp + l * l;   // dP, then dS
-        const int64_t off = d.poff[s] + h * l * l;
-        const auto [dca, lddc] = head_operand(dctx + row0 * h_all, h_all, h * hs, l, hs, bf, sdc);
-        if (gv) {
-          const T* pa = block_operand<T>(probs + off, l * l, bf, sp);
-          kernels::gemm_serial<T>(l, hs, l, pa, l, true, dca, lddc, false, gv + row0 * ld + h * hs, ld, acc_v);
-        }
-        if (!gq && !gk) continue;
-        const auto [va, ldv] = head_operand(v + row0 * ld, ld, lay.v_off + h * hs, l, hs, bf, sv_);
-        kernels::gemm_serial<T>(l, l, hs, dca, lddc, false, va, ldv, true, dsb, l, false);
-        for (int64_t i = 0; i < l; ++i)
-          softmax_dropout_row_bwd<T>(dsb + i * l, y + off + i * l, keep ? keep + off + i * l : nullptr, l, dsc, sc);
-        if (bf)
-          for (int64_t i = 0; i < l * l; ++i) dsb[i] = bf16_round(dsb[i]);
-        if (gq) {
-          const auto [ka, ldk] = head_operand(k + row0 * ld, ld, lay.k_off + h * hs, l, hs, bf, sk);
-          kernels::gemm_serial<T>(l, hs, l, dsb, l, false, ka, ldk, false, gq + row0 * ld + h * hs, ld, acc_q);
-        }
-        if (gk) {
-          const auto [qa, ldq] = head_operand(q + row0 * ld, ld, lay.q_off + h * hs, l, hs, bf, sq);
-          kernels::gemm_serial<T>(l, hs, l, dsb, l, true, qa, ldq, false, gk + row0 * ld + h * hs, ld, acc_k);
-        }
-      }
-    }
+    const int64_t hs = d.hs, h_all = d.h(), ld = d.ld;
+    for_each_item<T>(
+        d, [&](int64_t l) { return 4 * l * hs + 2 * l * l; },
+        [&](size_t s, int64_t h, T* scratch) {
+          const int64_t l = d.len(s), row0 = d.cu[s];
+          T* const sdc = scratch;  // dctx head (bf16-rounded copy)
+          T* const sq = sdc + l * hs;
+          T* const sk = sq + l * hs;
+          T* const sv_ = sk + l * hs;
+          T* const sp = sv_ + l * hs;  // P rounded
+          T* const dsb = sp + l * l;   // dP, then dS
+          const int64_t off = d.poff[s] + h * l * l;
+          const auto [dca, lddc] = head_operand(dctx + row0 * h_all, h_all, h * hs, l, hs, bf, sdc);
+          if (gv) {
+            const T* pa = block_operand<T>(probs + off, l * l, bf, sp);
+            kernels::gemm_serial<T>(l, hs, l, pa, l, true, dca, lddc, false, gv + row0 * ld + h * hs, ld, acc_v);
+          }
+          if (!gq && !gk) return;
+          const auto [va, ldv] = head_operand(v + row0 * ld, ld, lay.v_off + h * hs, l, hs, bf, sv_);
+          kernels::gemm_serial<T>(l, l, hs, dca, lddc, false, va, ldv, true, dsb, l, false);
+          for (int64_t i = 0; i < l; ++i)
+            softmax_dropout_row_bwd<T>(dsb + i * l, y + off + i * l, keep ? keep + off + i * l : nullptr, l, dsc, sc);
+          if (bf)
+            for (int64_t i = 0; i < l * l; ++i) dsb[i] = bf16_round(dsb[i]);
+          if (gq) {
+            const auto [ka, ldk] = head_operand(k + row0 * ld, ld, lay.k_off + h * hs, l, hs, bf, sk);
+            kernels::gemm_serial<T>(l, hs, l, dsb, l, false, ka, ldk, false, gq + row0 * ld + h * hs, ld, acc_q);
+          }
+          if (gk) {
+            const auto [qa, ldq] = head_operand(q + row0 * ld, ld, lay.q_off + h * hs, l, hs, bf, sq);
+            kernels::gemm_serial<T>(l, hs, l, dsb, l, true, qa, ldq, false, gk + row0 * ld + h * hs, ld, acc_k);
+          }
+        });
   }
 
   template <class T>
