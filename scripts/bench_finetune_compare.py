@@ -198,7 +198,7 @@ def main():
     os.makedirs(os.path.join(a.out_dir, "logs"), exist_ok=True)
     results_path = os.path.join(a.out_dir, "results.jsonl")
     header_path = os.path.join(a.out_dir, "run.json")
-    if os.path.exists(header_path):
+    if os.path.exists(header_path) and os.path.exists(results_path):  # a header without results: a new run
         with open(header_path) as f:
             header = json.load(f)
     else:

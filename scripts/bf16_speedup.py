@@ -4,6 +4,7 @@
 # the bf16 / fp32 ratio per round and of the medians, and the verdict against --target (default 1.85).
 # Usage: scripts/bf16_speedup.py [--bertrain build/bertrain] [--models base] [--seq_lens 128] [--batch_size 32]
 #        [--rounds 3] [--steps 5] [--warmup 2] [--target 1.85] [--jsonl FILE] [--before OTHER_BINARY]
+# --unpad never|auto|always is passed to --bertrain's bench train (its default: never, the padded encoder).
 # --before OTHER_BINARY adds a third run per round: OTHER_BINARY with --bf16 (e.g. a build without the issue 17
 # fusions), reported as bf16 before / after.
 # Run it on a quiet machine (pause long jobs): bert-base 128 x 32 takes about 3 minutes per round there
@@ -28,6 +29,8 @@ def run(binary, a, bf16):
         cmd += ["--batch_size", str(a.batch_size)]
     if bf16:
         cmd.append("--bf16")
+    if a.unpad and binary == a.bertrain:
+        cmd += ["--unpad", a.unpad]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"bf16_speedup.py: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
@@ -50,6 +53,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--target", type=float, default=1.85)
     ap.add_argument("--jsonl", default="")
+    ap.add_argument("--unpad", default="", choices=["", "never", "auto", "always"],
+                    help="bench train --unpad for --bertrain (default: bench train's default, the padded encoder); "
+                         "not passed to --before, whose bench train may predate the flag")
     a = ap.parse_args()
     kinds = [("fp32", a.bertrain, False), ("bf16", a.bertrain, True)]
     if a.before:

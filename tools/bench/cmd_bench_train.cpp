@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -77,6 +78,9 @@ struct TrainBenchFlags {
   double peak_seconds = 0.25;
   std::string json_out;
   bool bf16 = false;
+  // The padded encoder by default: the FLOP count below counts padded positions, and PyTorch's side of issue 9's
+  // table (scripts/bench_torch.py) computes them too. --unpad auto|always measures the unpadded encoder.
+  Unpad unpad = Unpad::never;
 };
 
 struct Batch {
@@ -120,6 +124,7 @@ Result run_config(const std::string& model_name, const BertConfig& c, int64_t T,
   Rng init_rng(f.seed);
   BertForPreTraining model(c, init_rng);
   model.train();
+  model.bert().set_unpad(f.unpad);
   const NamedParameters params = model.named_parameters();
   for (const auto& [name, v] : params) r.params += static_cast<double>(v.value().numel());
   Lamb opt(params);  // the pretraining recipe's defaults: by-pattern adaptation, decay 0.01, google's exclusions
@@ -217,9 +222,10 @@ int run_train_bench(const TrainBenchFlags& f) {
   const FmaPeak peak = measure_fma_peak(f.peak_seconds);
   MatmulPrecisionGuard precision(f.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   std::printf("bertrain bench train: %s, %d threads, %d warm-up + %d timed steps per config "
-              "(forward, backward, clip_grad_norm 1.0, LAMB, zero_grad)\n",
+              "(forward, backward, clip_grad_norm 1.0, LAMB, zero_grad), %s encoder\n",
               f.bf16 ? "bf16 matmuls (f32 accumulation, f32 master weights)" : "fp32", num_threads(), f.warmup,
-              f.steps);
+              f.steps,
+              f.unpad == Unpad::never ? "padded" : f.unpad == Unpad::always ? "unpadded" : "automatic (--unpad auto)");
   std::printf("peak_gflops %.1f (FMA loop, %s; AVX-512 %.1f, AVX2 %.1f GFLOP/s)\n", peak.gflops, peak.isa.c_str(),
               peak.avx512, peak.avx2);
   // MFU denominator: the fp32 FMA peak, or with --bf16 the bf16 dot-product peak (fp32's when not measurable).
@@ -267,6 +273,7 @@ int run_train_bench(const TrainBenchFlags& f) {
                          {"tokens_per_second", seq_s * static_cast<double>(r.T)}, {"gflops", gflops},
                          {"peak_gflops", mfu_peak}, {"peak_isa", peak.isa}, {"mfu", mfu},
                          {"precision", f.bf16 ? "bf16" : "fp32"}, {"fp32_peak_gflops", peak.gflops},
+                         {"unpad", f.unpad == Unpad::never ? "never" : f.unpad == Unpad::always ? "always" : "auto"},
                          {"mfu_fp32_peak", gflops / peak.gflops},
                          {"max_rss_mib", r.rss_mib}, {"allocator_peak_mib", r.alloc_peak_mib},
                          {"loss_first", r.loss_first}, {"loss_last", r.loss_last}};
@@ -315,6 +322,12 @@ BenchRegistrar reg{
        sub.add_option("--json_out", f->json_out, "append one JSON line per config to this file");
        sub.add_flag("--bf16", f->bf16,
                     "mixed precision: bf16 matmuls with f32 accumulation and f32 master weights (as pretrain --bf16)");
+       sub.add_option("--unpad", f->unpad,
+                      "encoder path: never (default: every padded position computed, as the FLOP count assumes and "
+                      "PyTorch does), auto or always (the unpadded encoder; the FLOP count and MFU still count the "
+                      "padded positions)")
+           ->transform(CLI::CheckedTransformer(std::map<std::string, Unpad>{
+               {"auto", Unpad::automatic}, {"always", Unpad::always}, {"never", Unpad::never}}));
        return std::function<int()>([f] { return run_train_bench(*f); });
      }}};
 
