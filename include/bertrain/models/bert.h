@@ -36,8 +36,8 @@ struct BertInputs {
 /// and gradients (to rounding) and draw the same dropout masks. automatic: unpadded when the batch's masks are
 /// left-aligned and padding is at least kUnpadMinPaddingFraction of its B * T positions, else padded.
 enum class Unpad { automatic, always, never };
-/// The padding share from which Unpad::automatic takes the unpadded path: a chosen value, not yet measured
-/// (README "Unpadded encoder" says how it is to be set).
+/// The padding share from which Unpad::automatic takes the unpadded path: where the two paths meet, measured on
+/// real task files (README "Unpadded encoder": equal within noise at 10.5% padding, unpadded 23-25% faster at 26%).
 inline constexpr double kUnpadMinPaddingFraction = 0.10;
 
 /// Maps BertConfig::hidden_act to an op; throws for an unknown name.
