@@ -3,12 +3,14 @@
 #include "bertrain/data/hdf5_shard.h"
 
 #include <hdf5.h>
-
+#include <signal.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -45,6 +47,61 @@ std::unique_lock<std::mutex> hdf5_guard() {
   }();
   return safe ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mu);
 }
+
+// Dependency finding H3 (README "Reliability"): libhdf5 1.10.8 can crash with SIGSEGV on a corrupt file instead of
+// returning an error, and the bad state lives in HDF5's metadata accumulator, where no check of bertrain's can see
+// it before the call. So while a thread reads a file through libhdf5 (ReadingFile), a SIGSEGV or SIGBUS handler
+// names that file on stderr in one line and then gives the signal back to the handler it displaced: it restores
+// that handler and returns, the faulting instruction faults again, and the process ends as it would have (killed
+// by the signal; under AddressSanitizer or libFuzzer, with their report). A fault on any other code path goes
+// straight to the previous handler. initial-exec TLS: reading it in a signal handler calls nothing.
+__attribute__((tls_model("initial-exec"))) thread_local const char* t_reading_file = nullptr;
+struct sigaction g_previous_segv, g_previous_bus;
+
+void write_stderr(const char* s) {
+  size_t n = std::strlen(s);
+  while (n > 0) {
+    const ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+extern "C" void on_fault_in_hdf5(int sig, siginfo_t*, void*) {
+  if (const char* path = t_reading_file) {
+    write_stderr(sig == SIGSEGV ? "bertrain: fatal: SIGSEGV" : "bertrain: fatal: SIGBUS");
+    write_stderr(" inside libhdf5 while reading '");
+    write_stderr(path);
+    write_stderr("': the file is corrupt (libhdf5 1.10.8 crashes on some corrupt files instead of reporting an "
+                 "error: dependency finding H3, README \"Reliability\")\n");
+  }
+  sigaction(sig, sig == SIGSEGV ? &g_previous_segv : &g_previous_bus, nullptr);
+}
+
+// Marks the calling thread as reading `path` through libhdf5 for its lifetime (the handler above is installed
+// on first use); nests.
+class ReadingFile {
+ public:
+  explicit ReadingFile(const std::string& path) : previous_(t_reading_file) {
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+      struct sigaction sa {};
+      sa.sa_sigaction = on_fault_in_hdf5;
+      sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGSEGV, &sa, &g_previous_segv);
+      sigaction(SIGBUS, &sa, &g_previous_bus);
+    });
+    t_reading_file = path.c_str();
+  }
+  ~ReadingFile() { t_reading_file = previous_; }
+  ReadingFile(const ReadingFile&) = delete;
+  ReadingFile& operator=(const ReadingFile&) = delete;
+
+ private:
+  const char* previous_;
+};
 
 // The innermost message of HDF5's error stack ("" when empty), then clears it.
 std::string hdf5_error() {
@@ -345,6 +402,7 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 PretrainingFeatures read_pretraining_shard(const std::string& path) {
   PretrainingFeatures f;
   auto guard = hdf5_guard();
+  const ReadingFile reading(path);
   const hid_t file = open_shard(path);
   std::error_code ec;
   read_or_inspect(file, path, fs::file_size(path, ec), &f);
@@ -353,6 +411,7 @@ PretrainingFeatures read_pretraining_shard(const std::string& path) {
 
 ShardInfo inspect_pretraining_shard(const std::string& path) {
   auto guard = hdf5_guard();
+  const ReadingFile reading(path);
   const hid_t file = open_shard(path);
   std::error_code ec;
   return read_or_inspect(file, path, fs::file_size(path, ec), nullptr);
@@ -361,12 +420,14 @@ ShardInfo inspect_pretraining_shard(const std::string& path) {
 PretrainingFeatures read_pretraining_shard_image(std::string_view bytes, const std::string& source) {
   PretrainingFeatures f;
   auto guard = hdf5_guard();
+  const ReadingFile reading(source);
   read_or_inspect(open_shard_image(bytes, source), source, bytes.size(), &f);
   return f;
 }
 
 ShardInfo inspect_pretraining_shard_image(std::string_view bytes, const std::string& source) {
   auto guard = hdf5_guard();
+  const ReadingFile reading(source);
   return read_or_inspect(open_shard_image(bytes, source), source, bytes.size(), nullptr);
 }
 

@@ -24,7 +24,9 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 /// when the file is missing, not HDF5, lacks a dataset, has a non-integer dataset, inconsistent shapes, or
 /// masked_lm_positions outside [0, T), and, before allocating anything, when a dataset claims more values
 /// than the file can hold (more than deflate's best ratio, 1032:1, times the bytes the dataset stores, and
-/// those bytes no more than the file's size).
+/// those bytes no more than the file's size). Some corrupt files make libhdf5 1.10.8 itself crash with SIGSEGV
+/// (dependency finding H3, README "Reliability"), which nothing can check before the call: the process then still
+/// dies by the signal, after one line on stderr that names the file.
 PretrainingFeatures read_pretraining_shard(const std::string& path);
 
 /// N, T and P of a shard without reading its data. Same errors as read_pretraining_shard.
