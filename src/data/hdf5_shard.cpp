@@ -48,9 +48,9 @@ std::unique_lock<std::mutex> hdf5_guard() {
   return safe ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mu);
 }
 
-// Dependency finding H3 (README "Reliability"): libhdf5 1.10.8 can crash with SIGSEGV on a corrupt file instead of
-// returning an error, and the bad state lives in HDF5's metadata accumulator, where no check of bertrain's can see
-// it before the call. So while a thread reads a file through libhdf5 (ReadingFile), a SIGSEGV or SIGBUS handler
+// Dependency findings H3 and H4 (README "Reliability"): libhdf5 1.10.8 can crash with SIGSEGV on a corrupt file
+// instead of returning an error (H3 in its metadata accumulator, H4 in a dataset read), on state no check of
+// bertrain's can see before the call. So while a thread reads a file through libhdf5 (ReadingFile), a SIGSEGV or SIGBUS handler
 // names that file on stderr in one line and then gives the signal back to the handler it displaced: it restores
 // that handler and returns, the faulting instruction faults again, and the process ends as it would have (killed
 // by the signal; under AddressSanitizer or libFuzzer, with their report). A fault on any other code path goes
@@ -74,7 +74,7 @@ extern "C" void on_fault_in_hdf5(int sig, siginfo_t*, void*) {
     write_stderr(" inside libhdf5 while reading '");
     write_stderr(path);
     write_stderr("': the file is corrupt (libhdf5 1.10.8 crashes on some corrupt files instead of reporting an "
-                 "error: dependency finding H3, README \"Reliability\")\n");
+                 "error: dependency findings H3 and H4, README \"Reliability\")\n");
   }
   sigaction(sig, sig == SIGSEGV ? &g_previous_segv : &g_previous_bus, nullptr);
 }

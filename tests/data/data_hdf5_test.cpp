@@ -268,7 +268,7 @@ TEST(Hdf5Shard, PipelineShardsByteIdenticalForOneAndTwoThreads) {
   for (auto& d : dirs) fs::remove_all(d);
 }
 
-// Dependency finding H3 (README "Reliability"): a corrupt file on which libhdf5 1.10.8 crashes with SIGSEGV. The
+// Dependency findings H3 and H4 (README "Reliability"): corrupt files on which libhdf5 1.10.8 crashes with SIGSEGV. The
 // crash cannot be prevented, but it must name the file: one line on stderr, then death by the signal as before.
 // Skipped under the sanitizers, whose own report of the crash would count as a finding of the suite.
 TEST(Hdf5ShardDeathTest, LibHdf5CrashNamesTheFile) {
@@ -282,6 +282,11 @@ TEST(Hdf5ShardDeathTest, LibHdf5CrashNamesTheFile) {
   EXPECT_EXIT(read_pretraining_shard(shard.string()), testing::KilledBySignal(SIGSEGV),
               "bertrain: fatal: SIGSEGV inside libhdf5 while reading '.*corrupt-h3\\.hdf5': the file is corrupt");
   EXPECT_EXIT(inspect_pretraining_shard(shard.string()), testing::KilledBySignal(SIGSEGV), "corrupt-h3\\.hdf5");
+  // H4: the crash is in H5Dread, reading a dataset's values.
+  const fs::path h4 = dir / "corrupt-h4.hdf5";
+  fs::copy_file(fs::path(BERTRAIN_SOURCE_DIR) / "fuzz/dependency/H4-hdf5-memcpyvv-null-source/input", h4);
+  EXPECT_EXIT(read_pretraining_shard(h4.string()), testing::KilledBySignal(SIGSEGV),
+              "bertrain: fatal: SIGSEGV inside libhdf5 while reading '.*corrupt-h4\\.hdf5': the file is corrupt");
   fs::remove_all(dir);
 #endif
 }

@@ -25,7 +25,7 @@ void write_pretraining_shard(const std::string& path, const PretrainingFeatures&
 /// masked_lm_positions outside [0, T), and, before allocating anything, when a dataset claims more values
 /// than the file can hold (more than deflate's best ratio, 1032:1, times the bytes the dataset stores, and
 /// those bytes no more than the file's size). Some corrupt files make libhdf5 1.10.8 itself crash with SIGSEGV
-/// (dependency finding H3, README "Reliability"), which nothing can check before the call: the process then still
+/// (dependency findings H3 and H4, README "Reliability"), which nothing can check before the call: the process then still
 /// dies by the signal, after one line on stderr that names the file.
 PretrainingFeatures read_pretraining_shard(const std::string& path);
 
