@@ -51,6 +51,28 @@ inline void layer_norm_row_means(const T* dy, const T* gamma, const T* x_hat, in
   s2 = b / static_cast<T>(c);
 }
 
+// One row of layer norm's input gradient: dx = rstd * (dy * gamma - mean(dy * gamma) - x_hat * mean(dy * gamma *
+// x_hat)), written or (acc) added to dx.
+template <class T>
+inline void layer_norm_row_input_grad(const T* dy, const T* gamma, const T* x_hat, T rstd, int64_t c, T* dx,
+                                      bool acc) {
+  T s1, s2;
+  layer_norm_row_means(dy, gamma, x_hat, c, s1, s2);
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i) {
+    T v = rstd * (dy[i] * gamma[i] - s1 - x_hat[i] * s2);
+    dx[i] = acc ? dx[i] + v : v;
+  }
+}
+
+// The gradients of gamma (slot 1: sum of dy * x_hat over rows) and beta (slot 2: sum of dy), where needed.
+template <class T>
+void layer_norm_param_grads(const T* dy, const T* x_hat, int64_t rows, int64_t c, DType dt, std::vector<GradSlot>& g) {
+  T* dg = g[1].needed() ? g[1].prepare({c}, dt).template data<T>() : nullptr;
+  T* db = g[2].needed() ? g[2].prepare({c}, dt).template data<T>() : nullptr;
+  if (dg || db) kernels::sum_rows_prod<T>(dy, x_hat, rows, c, dg, g[1].accumulate, db, g[2].accumulate);
+}
+
 // ---------------------------------------------------------------- layer_norm
 // y = x_hat * gamma + beta, x_hat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (biased variance).
 // Backward (per row, C = row length): dx_hat = dy * gamma;
@@ -84,22 +106,10 @@ struct LayerNormOp {
       for (int64_t r = 0; r < rows; ++r) {
         const T* dr = d + r * c;
         const T* hr = h + r * c;
-        T* orow = o + r * c;
-        T s1, s2;
-        layer_norm_row_means(dr, gm, hr, c, s1, s2);
-        const T rr = rs[r];
-#pragma omp simd
-        for (int64_t i = 0; i < c; ++i) {
-          T v = rr * (dr[i] * gm[i] - s1 - hr[i] * s2);
-          orow[i] = acc ? orow[i] + v : v;
-        }
+        layer_norm_row_input_grad(dr, gm, hr, rs[r], c, o + r * c, acc);
       }
     }
-    T* dg = nullptr;
-    T* db = nullptr;
-    if (g[1].needed()) dg = g[1].prepare({c}, dy.dtype()).template data<T>();
-    if (g[2].needed()) db = g[2].prepare({c}, dy.dtype()).template data<T>();
-    if (dg || db) kernels::sum_rows_prod<T>(d, h, rows, c, dg, g[1].accumulate, db, g[2].accumulate);
+    layer_norm_param_grads<T>(d, h, rows, c, dy.dtype(), g);
   }
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
@@ -250,21 +260,9 @@ struct LayerNormDropoutOp {
       }
       if (!dx) continue;
       const T* hr = h + r * c;
-      T* orow = dx + r * c;
-      T s1, s2;
-      layer_norm_row_means(dr, gm, hr, c, s1, s2);
-      const T rr = rs[r];
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) {
-        T v = rr * (dr[i] * gm[i] - s1 - hr[i] * s2);
-        orow[i] = acc ? orow[i] + v : v;
-      }
+      layer_norm_row_input_grad(dr, gm, hr, rs[r], c, dx + r * c, acc);
     }
-    T* dg = nullptr;
-    T* db = nullptr;
-    if (g[1].needed()) dg = g[1].prepare({c}, dy.dtype()).template data<T>();
-    if (g[2].needed()) db = g[2].prepare({c}, dy.dtype()).template data<T>();
-    if (dg || db) kernels::sum_rows_prod<T>(m ? m : d, h, rows, c, dg, g[1].accumulate, db, g[2].accumulate);
+    layer_norm_param_grads<T>(m ? m : d, h, rows, c, dy.dtype(), g);
   }
   static void backward(const Saved& sv, const Tensor& dy, std::vector<GradSlot>& g) {
     BERTRAIN_DISPATCH_FLOAT(dy.dtype(), kName, bwd<T>(sv, dy, g));
