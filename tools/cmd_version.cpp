@@ -7,7 +7,7 @@
 
 #include "bertrain/core/threads.h"
 #include "bertrain/core/version.h"
-#include "bench/bench_util.h"
+#include "bertrain/core/cpu_peak.h"
 #include "bertrain/ops/ops.h"
 #include "commands.h"
 
@@ -25,12 +25,11 @@ Registrar reg{{"info", "print the version, thread count and oneDNN version", [](
                              << "\n";
                    // A CPU whose VDPBF16PS has half the throughput of its fp32 FMAs (Intel Sapphire/Emerald Rapids
                    // without AMX, e.g. a VM that hides AMX) makes --bf16 slower, however good the kernels.
-                   const double fp32 = measure_fma_peak(0.1).gflops;
-                   const double bf16 = matmul_bf16_native() ? measure_bf16_dot_peak(0.1) : 0.0;
-                   std::cout << "peak fp32 " << static_cast<int64_t>(fp32) << " GFLOP/s (FMA loop)";
-                   if (bf16 > 0)
-                     std::cout << ", bf16 " << static_cast<int64_t>(bf16) << " GFLOP/s (VDPBF16PS loop): --bf16 "
-                               << (bf16 >= 1.5 * fp32 ? "can pay here" : "cannot pay here (its peak is not above fp32's)");
+                   const Bf16Outlook o = measure_bf16_outlook(0.1);
+                   std::cout << "peak fp32 " << static_cast<int64_t>(o.fp32_gflops) << " GFLOP/s (FMA loop)";
+                   if (matmul_bf16_native() && o.bf16_gflops > 0)
+                     std::cout << ", bf16 " << static_cast<int64_t>(o.bf16_gflops) << " GFLOP/s (VDPBF16PS loop): --bf16 "
+                               << (o.can_pay ? "can pay here" : "cannot pay here (its peak is not above fp32's)");
                    std::cout << "\n";
                    return 0;
                  });

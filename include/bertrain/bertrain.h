@@ -4,6 +4,7 @@
 
 // core
 #include "bertrain/core/allocator.h"
+#include "bertrain/core/cpu_peak.h"
 #include "bertrain/core/crc32c.h"
 #include "bertrain/core/dtype.h"
 #include "bertrain/core/error.h"

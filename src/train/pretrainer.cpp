@@ -104,9 +104,7 @@ struct PretrainTrainer::Impl {
     if (o.resume) resume();
     if (r.bf16) {
       MatmulPrecisionGuard check(MatmulPrecision::bf16);  // throws here, before any work, without AVX-512
-      spdlog::info("bf16 mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights ({})",
-                   matmul_bf16_native() ? "native AVX512_BF16"
-                                        : "this CPU has no AVX512_BF16: oneDNN emulates it, slower than f32");
+      log_bf16_outlook();
     }
   }
 

@@ -6,7 +6,9 @@
 
 #include <cmath>
 
+#include "bertrain/core/cpu_peak.h"
 #include "bertrain/core/error.h"
+#include "bertrain/ops/ops.h"
 #include "bertrain/optim/clip.h"
 #include "bertrain/train/signals.h"
 
@@ -96,6 +98,27 @@ StepStats TrainStep::run(int64_t num_micro, const MicroBatchFn& micro_batch, dou
   ++state.global_step;
   ++state.phase_step;
   return st;
+}
+
+void log_bf16_outlook() {
+  constexpr const char* what = "bf16 mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights";
+  if (!matmul_bf16_native()) {
+    spdlog::warn("{} (this CPU has no AVX512_BF16: oneDNN emulates it, slower than f32)", what);
+    return;
+  }
+  try {
+    const Bf16Outlook o = measure_bf16_outlook();
+    if (o.can_pay)
+      spdlog::info("{} (native AVX512_BF16; measured peaks: bf16 {:.0f}, fp32 {:.0f} GFLOP/s)", what, o.bf16_gflops,
+                   o.fp32_gflops);
+    else
+      spdlog::warn("{} (native AVX512_BF16, but this CPU's measured bf16 dot-product peak, {:.0f} GFLOP/s, is not "
+                   "above its fp32 FMA peak, {:.0f} GFLOP/s: expect --bf16 to be slower than f32 here; README "
+                   "\"Mixed precision\")",
+                   what, o.bf16_gflops, o.fp32_gflops);
+  } catch (const Error& e) {  // no FMA at all: the log line must not stop the run
+    spdlog::info("{} (native AVX512_BF16; peaks not measured: {})", what, e.what());
+  }
 }
 
 }  // namespace bertrain

@@ -74,4 +74,10 @@ class TrainStep {
   std::unique_ptr<GradientReducer> reducer_;
 };
 
+/// Logs, once at the start of a --bf16 run, what bf16 matmuls do on this CPU: oneDNN's emulation (a warning: slower
+/// than f32) or native AVX512_BF16 with both measured peaks (bertrain/core/cpu_peak.h, about 0.3 s of loops), and a
+/// warning when the bf16 peak is not 1.5x the fp32 peak, so that --bf16 will be slower than f32 here (README
+/// "Mixed precision"). Call after set_matmul_precision(bf16) succeeded. Nothing is thrown.
+void log_bf16_outlook();
+
 }  // namespace bertrain

@@ -10,6 +10,7 @@
 #include "bertrain/io/tokenizer_files.h"
 #include "bertrain/ops/ops.h"
 #include "bertrain/text/tokenizer.h"
+#include "bertrain/train/train_step.h"
 
 namespace bertrain::tasks {
 
@@ -45,9 +46,7 @@ LoadReport load_init_checkpoint(const std::string& init_checkpoint, Module& mode
 void set_bf16(bool bf16) {
   set_matmul_precision(bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   if (bf16)
-    spdlog::info("bf16 mixed precision: matmuls in bf16 with f32 accumulation, f32 master weights ({})",
-                 matmul_bf16_native() ? "native AVX512_BF16"
-                                      : "this CPU has no AVX512_BF16: oneDNN emulates it, slower than f32");
+    log_bf16_outlook();
 }
 
 std::function<void(const std::string&)> tokenizer_files_writer(const FinetuneCommandOptions& o, const BertConfig& cfg) {
