@@ -597,7 +597,10 @@ TEST(TfErrors, DirectoryWithSeveralCheckpoints) {
   EXPECT_NE(error_of([&] { load_model(t.dir.string(), model, rep); }).find("holds 2 TF checkpoints"), std::string::npos);
   // Google's zips ship bert_model.ckpt.meta (the graph) beside the bundle: naming it names the prefix, rather than
   // being read as a safetensors file ("header length 4182223206490177290 exceeds the limit").
-  test::write_file(t.dir / "bert_model.ckpt.meta", std::string("\x0a\xd2\x9e\x02\x0a\x0c\x0a\x05Const", 17));
+  // ("\x05" "Const": written as one literal, \x05C would be a single hex escape, 0x5C, and 17 bytes would read past
+  // the literal's end; AddressSanitizer found it.)
+  const std::string meta_head("\x0a\xd2\x9e\x02\x0a\x0c\x0a\x05" "Const", 13);
+  test::write_file(t.dir / "bert_model.ckpt.meta", meta_head);
   EXPECT_TRUE(is_tf_checkpoint((t.dir / "bert_model.ckpt.meta").string()));
   EXPECT_EQ(find_tf_checkpoint((t.dir / "bert_model.ckpt.meta").string()), (t.dir / "bert_model.ckpt").string());
   // One checkpoint in the directory: it is the one.
