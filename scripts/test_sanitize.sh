@@ -4,7 +4,7 @@
 # the run short), runs `ctest -LE slow` with every sanitizer report written to a log file instead of stderr, and
 # fails when a test fails or when any process left a report: a report in a subprocess whose exit code a test does
 # not look at still counts. Third-party reports are suppressed in tests/sanitizers/*.supp, one documented entry each.
-# Usage: scripts/test_sanitize.sh [extra ctest args]. BUILD_DIR and JOBS may be set in the environment.
+# Usage: scripts/test_sanitize.sh [ctest args] (they replace the default `-LE slow`, e.g. `-LE slow -R Tf`). BUILD_DIR and JOBS may be set in the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-asan}
