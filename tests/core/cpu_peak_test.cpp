@@ -24,8 +24,11 @@ TEST(CpuPeak, FmaPeakIsTheBestMeasuredInstructionSet) {
 TEST(CpuPeak, Bf16PeakIsZeroExactlyWithoutAvx512Bf16) {
   __builtin_cpu_init();
   const double bf = measure_bf16_dot_peak(0.01);
-  if (__builtin_cpu_supports("avx512bf16")) EXPECT_GT(bf, 0.0);
-  else EXPECT_EQ(bf, 0.0);
+  if (__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_GT(bf, 0.0);
+  } else {
+    EXPECT_EQ(bf, 0.0);
+  }
 }
 
 TEST(CpuPeak, OutlookCanPayOnlyAboveOneAndAHalfTimesFp32) {
@@ -34,7 +37,9 @@ TEST(CpuPeak, OutlookCanPayOnlyAboveOneAndAHalfTimesFp32) {
   const Bf16Outlook o = measure_bf16_outlook(0.01);
   EXPECT_GT(o.fp32_gflops, 0.0);
   EXPECT_EQ(o.can_pay, o.bf16_gflops >= 1.5 * o.fp32_gflops);
-  if (o.bf16_gflops == 0.0) EXPECT_FALSE(o.can_pay);
+  if (o.bf16_gflops == 0.0) {
+    EXPECT_FALSE(o.can_pay);
+  }
 }
 
 TEST(CpuPeak, NonPositiveSecondsAreRefused) {

@@ -263,7 +263,7 @@ TEST(Unpad, VarlenAttentionEqualsMaskedAttention) {
         if (j >= lens[static_cast<size_t>(s)]) mask.set(s * t + j, -10000.0);
         else idx.data<int32_t>()[cu[static_cast<size_t>(s)] + j] = static_cast<int32_t>(s * t + j);
       }
-    const DropoutKey key{5, 6, 7};
+    const DropoutKey key{5, 6, 7, nullptr};
     Variable qp(q, true), kp(k, true), vp(v, true);
     Variable yp = attention(qp, kp, vp, nh, mask, 0.5, 0.2, true, key);
     // Loss on real rows only (padding rows are not outputs of the unpadded path).

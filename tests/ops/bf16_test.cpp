@@ -339,7 +339,7 @@ TEST(Bf16Ops, AttentionForwardAndGradientsWithinBf16Tolerance) {
   Tensor v = Tensor::uniform({b, t, h}, -1, 1, rng), dy = Tensor::uniform({b, t, h}, -1, 1, rng);
   Tensor mask = Tensor::zeros({b, t}, DType::f64);
   for (int64_t j = 9; j < t; ++j) mask.set(1 * t + j, -10000.0);  // sample 1: 3 padded keys
-  const DropoutKey key{7, 3, 0};
+  const DropoutKey key{7, 3, 0, nullptr};
   auto run = [&](DType dt) {
     Variable vq(q.to(dt), true), vk(k.to(dt), true), vv(v.to(dt), true);
     Variable y = attention(vq, vk, vv, nh, mask.to(dt), 1.0 / std::sqrt(8.0), 0.1, true, key);

@@ -78,7 +78,7 @@ TEST(Philox, SixteenLaneBatchMatchesScalarGenerator) {
 TEST(Dropout, DrawMappingIsTheDocumentedOne) {
   const int64_t rows = 3, per_row = 300;
   const double p = 0.4;
-  const DropoutKey key{5, 9, 1000};
+  const DropoutKey key{5, 9, 1000, nullptr};
   Tensor x = Tensor::full({rows, per_row}, 1.0, DType::f64);
   Tensor y = dropout(Variable(x), p, true, key).value();
   const uint32_t thr = static_cast<uint32_t>(std::floor(p * 65536 + 0.5));
@@ -94,7 +94,7 @@ TEST(Dropout, DrawMappingIsTheDocumentedOne) {
 TEST(Dropout, KeepRateIsOneMinusP) {
   Tensor x = Tensor::full({8, 20000}, 1.0);
   for (double p : {0.1, 0.5}) {
-    Tensor y = dropout(Variable(x), p, true, DropoutKey{1, 2, 3}).value();
+    Tensor y = dropout(Variable(x), p, true, DropoutKey{1, 2, 3, nullptr}).value();
     int64_t kept = 0;
     for (int64_t i = 0; i < y.numel(); ++i) kept += y.get(i) != 0;
     EXPECT_NEAR(static_cast<double>(kept) / y.numel(), 1 - p, 0.005) << p;
@@ -117,7 +117,7 @@ TEST(Attention, MatchesUnfusedCompositionWithDropout) {
       Tensor qt = Tensor::uniform({c.b, c.tq, h}, -1, 1, rng, dt), kt = Tensor::uniform({c.b, c.tk, h}, -1, 1, rng, dt),
              vt = Tensor::uniform({c.b, c.tk, h}, -1, 1, rng, dt), r = Tensor::uniform({c.b, c.tq, h}, -1, 1, rng, dt);
       Tensor mask = c.mask ? padding_mask(c.b, c.tk, dt) : Tensor();
-      const DropoutKey key{11, 1000, 40};
+      const DropoutKey key{11, 1000, 40, nullptr};
       const double sc = 1.0 / std::sqrt(static_cast<double>(c.hs));
       auto run = [&](bool fused) {
         Variable q(qt, true), k(kt, true), v(vt, true);
@@ -164,7 +164,7 @@ TEST(DropoutAddLayerNorm, MatchesUnfusedChainBitForBit) {
       Tensor xt = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt), rt = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt);
       Tensor gt = Tensor::uniform({40}, 0.5, 1.5, rng, dt), bt = Tensor::uniform({40}, -0.5, 0.5, rng, dt);
       Tensor w = Tensor::uniform({3, 7, 40}, -1, 1, rng, dt);
-      const DropoutKey key{21, 1001, 17};
+      const DropoutKey key{21, 1001, 17, nullptr};
       auto run = [&](bool fused) {
         Variable x(xt, true), r(rt, true), g(gt, true), b(bt, true);
         Variable y = fused ? dropout_add_layer_norm(x, r, g, b, 1e-12, p, true, key)
@@ -187,10 +187,10 @@ TEST(Fused, ResultsDoNotDependOnThreadCount) {
     Rng rng(5);
     Variable q(Tensor::uniform({8, 64, 32}, -1, 1, rng), true), k(Tensor::uniform({8, 64, 32}, -1, 1, rng), true),
         v(Tensor::uniform({8, 64, 32}, -1, 1, rng), true);
-    Variable y = attention(q, k, v, 4, padding_mask(8, 64, DType::f32), 0.35, 0.1, true, DropoutKey{1, 2, 3});
-    y = dropout(y, 0.2, true, DropoutKey{4, 5, 6});
+    Variable y = attention(q, k, v, 4, padding_mask(8, 64, DType::f32), 0.35, 0.1, true, DropoutKey{1, 2, 3, nullptr});
+    y = dropout(y, 0.2, true, DropoutKey{4, 5, 6, nullptr});
     y = dropout_add_layer_norm(y, q, Variable(Tensor::full({32}, 1.1)), Variable(Tensor::zeros({32})), 1e-12, 0.1,
-                               true, DropoutKey{7, 8, 9});
+                               true, DropoutKey{7, 8, 9, nullptr});
     Variable loss = sum(mul(y, Variable(Tensor::uniform({8, 64, 32}, -1, 1, rng))));
     loss.backward();
     return std::vector<Tensor>{loss.value(), q.grad(), k.grad(), v.grad()};
@@ -279,8 +279,9 @@ TEST(LinearConcat, EqualsSeparateLinears) {
       const double tol = dt == DType::f64 ? 1e-13 : 2e-6;
       for (size_t i = 0; i < f.size(); ++i) {
         EXPECT_LE(rel_to(f[i], u[i]), tol) << "tensor " << i << " " << dtype_name(dt) << " bias " << with_bias;
-        if (i >= 2 + outs.size())  // bias gradients: the same column sums, bit for bit
+        if (i >= 2 + outs.size()) {  // bias gradients: the same column sums, bit for bit
           EXPECT_EQ(std::memcmp(f[i].raw_data(), u[i].raw_data(), f[i].nbytes()), 0) << "bias " << i;
+        }
       }
     }
   }

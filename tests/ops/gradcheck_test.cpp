@@ -106,11 +106,11 @@ std::vector<OpCase> cases() {
       {"softmax", {{{2, 3, 5}}, {{2, 8}}, {{2, 17}}, {{1, 33}}}, [](const V& x) { return softmax(x[0]); }},
       {"softmax_masked", {{{2, 2, 3, 5}}, {{2, 1, 2, 17}}, {{1, 1, 2, 33}}},
        [](const V& x) { return softmax(x[0], mask_for(x[0].shape()[0], x[0].shape()[3])); }},
-      {"dropout", {{{4, 9}}, {{2, 17}}, {{2, 33}}}, [](const V& x) { return dropout(x[0], 0.3, true, DropoutKey{7, 1, 10}); }},
+      {"dropout", {{{4, 9}}, {{2, 17}}, {{2, 33}}}, [](const V& x) { return dropout(x[0], 0.3, true, DropoutKey{7, 1, 10, nullptr}); }},
       {"dropout_add_layer_norm", norm_sets(2),
-       [](const V& x) { return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1e-5, 0.3, true, DropoutKey{2, 3, 4}); }},
+       [](const V& x) { return dropout_add_layer_norm(x[0], x[1], x[2], x[3], 1e-5, 0.3, true, DropoutKey{2, 3, 4, nullptr}); }},
       {"layer_norm_dropout", norm_sets(1),
-       [](const V& x) { return layer_norm_dropout(x[0], x[1], x[2], 1e-5, 0.3, true, DropoutKey{2, 3, 4}); }},
+       [](const V& x) { return layer_norm_dropout(x[0], x[1], x[2], 1e-5, 0.3, true, DropoutKey{2, 3, 4, nullptr}); }},
       {"layer_norm_dropout_eval", {{{3, 5}, {5}, {5}}, {{2, 17}, {17}, {17}}},
        [](const V& x) { return layer_norm_dropout(x[0], x[1], x[2], 1e-5, 0.3, false, DropoutKey{}); }},
       {"layer_norm_dropout_packed_tokens", {{{5, 9}, {9}, {9}}, {{3, 33}, {33}, {33}}},
@@ -130,7 +130,7 @@ std::vector<OpCase> cases() {
       // TK 17 and head size 8/16 run the vectorised softmax rows and head loops with and without remainders.
       {"attention_masked_dropout", {{{2, 3, 4}, {2, 5, 4}, {2, 5, 4}}, {{1, 2, 16}, {1, 17, 16}, {1, 17, 16}}},
        [](const V& x) {
-         return attention(x[0], x[1], x[2], 2, mask_for(x[1].shape()[0], x[1].shape()[1]), 0.7, 0.3, true, DropoutKey{3, 4, 5});
+         return attention(x[0], x[1], x[2], 2, mask_for(x[1].shape()[0], x[1].shape()[1]), 0.7, 0.3, true, DropoutKey{3, 4, 5, nullptr});
        }},
       // Self-attention on the fused projection's (B, T, 3H) output (Q | K | V column blocks).
       {"attention_qkv_masked_dropout", {{{2, 5, 12}}, {{1, 17, 48}}},
@@ -141,14 +141,14 @@ std::vector<OpCase> cases() {
        [](const V& x) { return attention(x[0], x[1], x[2], 2, Tensor(), 1.3, 0.0, true, DropoutKey{}); }},
       {"attention_same_input", {{{2, 5, 4}}, {{1, 17, 8}}},
        [](const V& x) {
-         return attention(x[0], x[0], x[0], 1, mask_for(x[0].shape()[0], x[0].shape()[1]), 0.9, 0.2, true, DropoutKey{1, 1, 0});
+         return attention(x[0], x[0], x[0], 1, mask_for(x[0].shape()[0], x[0].shape()[1]), 0.9, 0.2, true, DropoutKey{1, 1, 0, nullptr});
        }},
       // Variable-length attention on packed tokens: sequences of lengths 3, 0, 5 (and 1, 17, 2), keyed dropout.
       {"attention_varlen_dropout", {{{8, 4}, {8, 4}, {8, 4}}, {{20, 16}, {20, 16}, {20, 16}}},
        [](const V& x) {
          const std::vector<int64_t> cu = x[0].shape()[0] == 8 ? std::vector<int64_t>{0, 3, 3, 8}
                                                               : std::vector<int64_t>{0, 1, 18, 20};
-         return attention_varlen(x[0], x[1], x[2], 2, cu, 0.7, 0.3, true, DropoutKey{3, 4, 5});
+         return attention_varlen(x[0], x[1], x[2], 2, cu, 0.7, 0.3, true, DropoutKey{3, 4, 5, nullptr});
        }},
       {"attention_varlen_qkv_dropout", {{{8, 12}}, {{20, 48}}},
        [](const V& x) {

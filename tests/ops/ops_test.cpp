@@ -153,8 +153,8 @@ TEST(Autograd, BackwardFreesTheGraph) {
 TEST(Ops, DropoutIsKeyedBySampleNotBySplit) {
   Rng rng(9);
   Tensor x = Tensor::uniform({6, 50}, -1, 1, rng);
-  Tensor whole = dropout(Variable(x), 0.25, true, DropoutKey{3, 8, 100}).value();
-  Tensor part = dropout(Variable(x.slice(2, 6)), 0.25, true, DropoutKey{3, 8, 102}).value();
+  Tensor whole = dropout(Variable(x), 0.25, true, DropoutKey{3, 8, 100, nullptr}).value();
+  Tensor part = dropout(Variable(x.slice(2, 6)), 0.25, true, DropoutKey{3, 8, 102, nullptr}).value();
   EXPECT_EQ(std::memcmp(whole.slice(2, 6).raw_data(), part.raw_data(), part.nbytes()), 0);
   int kept = 0;
   for (int64_t i = 0; i < whole.numel(); ++i) kept += whole.get(i) != 0;
