@@ -7,6 +7,9 @@
 #
 # Usage: scripts/recipe_search.sh [ROW ...]        (rows in the order given; none: every row of ROWS below)
 #        scripts/recipe_search.sh --list
+# ROW@xK (e.g. adamw-lr1e-3@x4) is ROW at K times the budget, successive halving's longer second run: the row's
+# num_train_steps times K (so warmup and decay stretch with it), evaluated every 8,192 sequences as before, in
+# its own directory OUT/ROW@xK.
 # Environment: BIN (bertrain binary, default build/bertrain), OUT (default ../runs/recipe-search: outside the
 # clone), SHARED (default ../shared), THREADS (default: all cores).
 # Resumable: a finished row has OUT/<row>/DONE and is skipped; an unfinished one continues with --resume. To
@@ -108,8 +111,19 @@ prepare_data
 want=("$@")
 [ ${#want[@]} -gt 0 ] || for r in "${ROWS[@]}"; do want+=("${r%%|*}"); done
 for name in "${want[@]}"; do
+  base=${name%@x*} k=1
+  if [ "$base" != "$name" ]; then
+    k=${name##*@x}
+    [[ $k =~ ^[1-9][0-9]*$ ]] || { echo "recipe_search: '$name': K in ROW@xK must be a positive integer" >&2; exit 2; }
+  fi
   row=""
-  for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$name" ] && row=$r; done
-  [ -n "$row" ] || { echo "recipe_search: unknown row '$name' (see --list)" >&2; exit 2; }
-  run_row "$name" "${row#*|}"
+  for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$base" ] && row=$r; done
+  [ -n "$row" ] || { echo "recipe_search: unknown row '$base' (see --list)" >&2; exit 2; }
+  ov=${row#*|}
+  if [ "$k" -gt 1 ]; then
+    steps=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["phases"][0]["num_train_steps"])' "$BASE")
+    [[ $ov =~ --num_train_steps=([0-9]+) ]] && steps=${BASH_REMATCH[1]}
+    ov="$(sed -E 's/--num_train_steps=[0-9]+//' <<<"$ov") --num_train_steps=$((steps * k))"
+  fi
+  run_row "$name" "$ov"
 done
