@@ -30,6 +30,8 @@ thr=(); [ -n "${THREADS:-}" ] && thr=(--num_threads "$THREADS")
 
 # name | overrides of the base recipe (input_dir and eval_dir are added below). Budget: 49,152 sequences.
 # Batch rows scale LAMB's lr with sqrt(batch) from the base (You et al. 2019, section 4) and keep the budget.
+# bias-unigram starts from the base's initial weights with the output bias at the log unigram distribution
+# (scripts/unigram_bias_init.py): the budget then goes to learning context instead of token frequencies.
 ROWS=(
   "base|"
   "lamb-lr1e-3|--learning_rate=1e-3"
@@ -49,6 +51,7 @@ ROWS=(
   "bf16|--bf16=true"
   "lamb-b1024|--train_batch_size=1024 --num_train_steps=48 --learning_rate=5.657e-3 --eval_every_steps=8 --save_checkpoints_steps=8"
   "adamw-b32|--optimizer.name=adamw --train_batch_size=32 --num_train_steps=1536 --learning_rate=5e-4 --eval_every_steps=256 --save_checkpoints_steps=256"
+  "bias-unigram|--init_checkpoint=@init-unigram"
 )
 
 if [ "${1:-}" = "--list" ]; then
@@ -75,6 +78,14 @@ prepare_data() {
   [ -d "$D/train128m30" ] || "$BIN" create-pretraining-data --input_file "$D/gutenberg/train.txt,$D/wiki/train.txt" \
     --output_dir "$D/train128m30" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 \
     --max_predictions_per_seq 40 --masked_lm_prob 0.3 --dupe_factor 2 --random_seed 4103 --num_shards 4
+  # bias-unigram's start: the base recipe's own initial weights (its step 1 runs at lr 0, the first step of a warmup
+  # from 0) with the masked-LM bias set to the log unigram distribution of the training shards' masked tokens.
+  if [ ! -f "$D/init-unigram/model.safetensors" ]; then
+    rm -rf "$D/init0"
+    "$BIN" "${thr[@]}" pretrain --config "$BASE" --input_dir="$D/train128" --output_dir="$D/init0" --num_train_steps=1 \
+      --warmup_proportion=1.0 --save_checkpoints_steps=1 --no_progress > "$D/init0.log" 2>&1
+    /usr/bin/python3 scripts/unigram_bias_init.py "$D/init0/checkpoint-1" "$D/train128" "$D/init-unigram"
+  fi
   # One evaluation directory holding both held-out sets (the trainer reports their pooled loss).
   if [ ! -d "$D/eval128" ]; then
     mkdir -p "$D/eval128"
