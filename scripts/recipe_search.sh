@@ -104,7 +104,11 @@ run_row() {
   local args=(--output_dir="$dir" --input_dir="$D/train128" --eval_dir="$D/eval128")
   for a in $ov; do args+=("${a/@/$D/}"); done
   printf '%s\n' "${args[@]}" > "$dir/overrides.txt"
-  [ -f "$dir/estimate.txt" ] || nice "$BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt"
+  # Written whole or not at all: a search stopped during the estimate must not leave an empty one behind.
+  if [ ! -s "$dir/estimate.txt" ]; then
+    nice "$BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt.tmp"
+    mv "$dir/estimate.txt.tmp" "$dir/estimate.txt"
+  fi
   local resume=(); ls -d "$dir"/checkpoint-* >/dev/null 2>&1 && resume=(--resume)
   echo "start $(date +%s) $(date -Is) load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/wall.log"
   set +e
