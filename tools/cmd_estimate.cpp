@@ -1,11 +1,15 @@
 // cmd_estimate.cpp: `bertrain estimate --config R`: times a few training steps of each phase of a recipe on
-// this machine (synthetic batches of the phase's shapes) and projects the wall time and cost of the whole run.
+// this machine (synthetic batches of the phase's shapes), and the evaluation passes the recipe's eval_dir and
+// eval_every_steps imply (forward only, at the trainer's evaluation batch size), and projects the wall time and
+// cost of the whole run.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
 
+#include "bertrain/autograd/variable.h"
 #include "bertrain/core/error.h"
+#include "bertrain/data/hdf5_shard.h"
 #include "bertrain/data/synthetic.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
@@ -22,6 +26,22 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+/// Evaluations the trainer runs in a phase covering global steps (first, first + n]: one at every multiple of
+/// eval_every_steps before the phase's last step, and one at its end (PretrainTrainer's train() and end_phase()).
+int64_t evaluations_in_phase(int64_t first, int64_t n, int64_t every) {
+  int64_t k = 1;
+  if (every > 0) k += (first + n - 1) / every - first / every;
+  return k;
+}
+
+/// Forward passes of one evaluation: ceil(samples / batch) per eval shard (PretrainTrainer::evaluate), capped at
+/// max_eval_steps when that is > 0.
+int64_t eval_batches(const std::vector<int64_t>& shard_samples, int64_t batch, int64_t max_eval_steps) {
+  int64_t b = 0;
+  for (int64_t n : shard_samples) b += (n + batch - 1) / batch;
+  return max_eval_steps > 0 ? std::min(b, max_eval_steps) : b;
+}
+
 int run(const std::string& config, const std::vector<std::string>& extras, double price, int micro_steps) {
   PretrainRecipe r = load_pretrain_recipe(config, parse_flag_overrides(extras, "estimate"));
   MatmulPrecisionGuard precision(r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
@@ -32,7 +52,13 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
   model.bert().set_unpad(r.unpad);
   // The recipe's own optimizer (LAMB, AdamW, ...): its step time is part of every update.
   std::unique_ptr<Optimizer> opt = make_optimizer(r.optimizer, model.named_parameters());
+  // The evaluation set the trainer reads at every evaluation (sizes only; nothing is loaded).
+  std::vector<int64_t> eval_samples;
+  if (!r.eval_dir.empty())
+    for (const std::string& path : data::list_eval_shards(r.eval_dir))
+      eval_samples.push_back(data::inspect_pretraining_shard(path).num_samples);
   double total = 0;
+  int64_t first_step = 0;
   std::printf("%-6s %8s %8s %8s %6s %12s %12s %14s\n", "phase", "length", "batch", "micro", "accum", "s/micro", "s/step",
               "projected");
   for (size_t i = 0; i < r.phases.size(); ++i) {
@@ -59,10 +85,35 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
     const double t_opt = seconds_since(t1);
     opt->zero_grad();
     const double t_step = a * t_micro + t_opt;
-    const double proj = t_step * static_cast<double>(p.schedule.num_train_steps);
+    const int64_t n = p.schedule.num_train_steps;
+    double proj = t_step * static_cast<double>(n);
+    // Evaluation: forward passes in eval mode at the phase's micro-batch size (as PretrainTrainer::evaluate).
+    std::string eval_note;
+    if (!eval_samples.empty()) {
+      const int64_t evals = evaluations_in_phase(first_step, n, r.eval_every_steps);
+      const int64_t batches = eval_batches(eval_samples, p.micro_batch_size, r.max_eval_steps);
+      double t_fwd = 0;
+      {
+        NoGradGuard ng;
+        model.eval();
+        model.forward(in, tg);  // warm-up
+        auto t2 = std::chrono::steady_clock::now();
+        for (int k = 0; k < micro_steps; ++k) model.forward(in, tg);
+        t_fwd = seconds_since(t2) / micro_steps;
+        model.train();
+      }
+      const double t_eval = static_cast<double>(batches) * t_fwd;
+      proj += static_cast<double>(evals) * t_eval;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  (with %ld evaluations of %ld batches, %.1f s each)", (long)evals, (long)batches,
+                    t_eval);
+      eval_note = buf;
+    }
+    first_step += n;
     total += proj;
-    std::printf("%-6zu %8ld %8ld %8ld %6ld %12.3f %12.2f %13.2fh\n", i + 1, (long)p.max_seq_length,
-                (long)p.train_batch_size, (long)p.micro_batch_size, (long)a, t_micro, t_step, proj / 3600);
+    std::printf("%-6zu %8ld %8ld %8ld %6ld %12.3f %12.2f %13.2fh%s\n", i + 1, (long)p.max_seq_length,
+                (long)p.train_batch_size, (long)p.micro_batch_size, (long)a, t_micro, t_step, proj / 3600,
+                eval_note.c_str());
   }
   std::printf("projected wall time of the whole recipe on this machine: %.2f hours (%.1f days)\n", total / 3600,
               total / 86400);
