@@ -7,10 +7,13 @@
 #
 # Usage: scripts/recipe_search.sh [ROW ...]        (rows in the order given; none: every row of ROWS below)
 #        scripts/recipe_search.sh --list
+#        scripts/recipe_search.sh --reestimate ROW ...   (estimate again, with EST_BIN, on a quiet machine: the old
+#                                                        projection is kept as estimate.before-<time>.txt)
 # ROW@xK (e.g. adamw-lr1e-3@x4) is ROW at K times the budget, successive halving's longer second run: the row's
 # num_train_steps times K (so warmup and decay stretch with it), evaluated every 8,192 sequences as before, in
 # its own directory OUT/ROW@xK.
-# Environment: BIN (bertrain binary, default build/bertrain), OUT (default ../runs/recipe-search: outside the
+# Environment: BIN (bertrain binary, default build/bertrain), EST_BIN (the one that runs `estimate`, default BIN:
+# a newer binary may project better while the rows keep training with one binary), OUT (default ../runs/recipe-search: outside the
 # clone), SHARED (default ../shared), THREADS (default: all cores).
 # Resumable: a finished row has OUT/<row>/DONE and is skipped; an unfinished one continues with --resume. To
 # pause (e.g. while benchmarks need a quiet machine): kill -TERM the script's process group (the trainer saves a
@@ -20,6 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bertrain}
+EST_BIN=${EST_BIN:-$BIN}
 OUT=${OUT:-../runs/recipe-search}
 SHARED=${SHARED:-../shared}
 VOCAB=data/vocab/bert-base-uncased-vocab.txt
@@ -54,6 +58,19 @@ ROWS=(
   "bias-unigram|--init_checkpoint=@init-unigram"
 )
 
+if [ "${1:-}" = "--reestimate" ]; then
+  shift
+  for name in "$@"; do
+    dir=$OUT/$name
+    [ -f "$dir/overrides.txt" ] || { echo "recipe_search: $dir has no overrides.txt (never started)" >&2; exit 2; }
+    mapfile -t args < "$dir/overrides.txt"
+    nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt.tmp"
+    [ -s "$dir/estimate.txt" ] && mv "$dir/estimate.txt" "$dir/estimate.before-$(date +%Y%m%dT%H%M).txt"
+    mv "$dir/estimate.txt.tmp" "$dir/estimate.txt"
+    echo "recipe_search: $name: $(tail -1 "$dir/estimate.txt")"
+  done
+  exit 0
+fi
 if [ "${1:-}" = "--list" ]; then
   for r in "${ROWS[@]}"; do echo "${r%%|*}: ${r#*|}"; done
   exit 0
@@ -106,7 +123,7 @@ run_row() {
   printf '%s\n' "${args[@]}" > "$dir/overrides.txt"
   # Written whole or not at all: a search stopped during the estimate must not leave an empty one behind.
   if [ ! -s "$dir/estimate.txt" ]; then
-    nice "$BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt.tmp"
+    nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt.tmp"
     mv "$dir/estimate.txt.tmp" "$dir/estimate.txt"
   fi
   local resume=(); ls -d "$dir"/checkpoint-* >/dev/null 2>&1 && resume=(--resume)
