@@ -56,6 +56,8 @@ ROWS=(
   "lamb-b1024|--train_batch_size=1024 --num_train_steps=48 --learning_rate=5.657e-3 --eval_every_steps=8 --save_checkpoints_steps=8"
   "adamw-b32|--optimizer.name=adamw --train_batch_size=32 --num_train_steps=1536 --learning_rate=5e-4 --eval_every_steps=256 --save_checkpoints_steps=256"
   "bias-unigram|--init_checkpoint=@init-unigram"
+  "bias-unigram-adamw-lr1e-3|--init_checkpoint=@init-unigram --optimizer.name=adamw --learning_rate=1e-3"
+  "bias-unigram-lamb-lr4e-3|--init_checkpoint=@init-unigram --learning_rate=4e-3"
 )
 
 if [ "${1:-}" = "--reestimate" ]; then
