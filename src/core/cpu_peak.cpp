@@ -19,43 +19,38 @@ namespace {
 // Each chain is x <- x * a + b with a just below 1, which converges to b / (1 - a): no overflow, no
 // denormals. The sum is returned so the compiler cannot drop the loop. Intrinsics, not vector extensions:
 // under -std=c++20 GCC does not contract a * b + c into an FMA (-ffp-contract=off).
-#define BERTRAIN_FMA16(F)                                                                                     \
-  x0 = F(x0, a, b); x1 = F(x1, a, b); x2 = F(x2, a, b); x3 = F(x3, a, b); x4 = F(x4, a, b);                   \
-  x5 = F(x5, a, b); x6 = F(x6, a, b); x7 = F(x7, a, b); x8 = F(x8, a, b); x9 = F(x9, a, b);                   \
-  x10 = F(x10, a, b); x11 = F(x11, a, b); x12 = F(x12, a, b); x13 = F(x13, a, b); x14 = F(x14, a, b);         \
-  x15 = F(x15, a, b)
+// The three loops below share these: 16 chains of type T started at 0.0, 0.1, ..., 1.5 (SET1 broadcasts), one
+// instruction F(x, u, v) per chain and iteration, and the chains summed pairwise with ADD.
+#define BERTRAIN_CHAINS16(T, SET1)                                                                            \
+  T x0 = SET1(0.0f), x1 = SET1(0.1f), x2 = SET1(0.2f), x3 = SET1(0.3f), x4 = SET1(0.4f), x5 = SET1(0.5f);     \
+  T x6 = SET1(0.6f), x7 = SET1(0.7f), x8 = SET1(0.8f), x9 = SET1(0.9f), x10 = SET1(1.0f), x11 = SET1(1.1f);   \
+  T x12 = SET1(1.2f), x13 = SET1(1.3f), x14 = SET1(1.4f), x15 = SET1(1.5f)
+#define BERTRAIN_STEP16(F, u, v)                                                                              \
+  x0 = F(x0, u, v); x1 = F(x1, u, v); x2 = F(x2, u, v); x3 = F(x3, u, v); x4 = F(x4, u, v);                   \
+  x5 = F(x5, u, v); x6 = F(x6, u, v); x7 = F(x7, u, v); x8 = F(x8, u, v); x9 = F(x9, u, v);                   \
+  x10 = F(x10, u, v); x11 = F(x11, u, v); x12 = F(x12, u, v); x13 = F(x13, u, v); x14 = F(x14, u, v);         \
+  x15 = F(x15, u, v)
+#define BERTRAIN_SUM16(ADD)                                                                                   \
+  ADD(ADD(ADD(ADD(x0, x1), ADD(x2, x3)), ADD(ADD(x4, x5), ADD(x6, x7))),                                      \
+      ADD(ADD(ADD(x8, x9), ADD(x10, x11)), ADD(ADD(x12, x13), ADD(x14, x15))))
 
 __attribute__((target("avx512f"))) float fma_chains_avx512(long iters) {
   const __m512 a = _mm512_set1_ps(0.99999f), b = _mm512_set1_ps(1e-5f);
-  __m512 x0 = _mm512_set1_ps(0.0f), x1 = _mm512_set1_ps(0.1f), x2 = _mm512_set1_ps(0.2f), x3 = _mm512_set1_ps(0.3f);
-  __m512 x4 = _mm512_set1_ps(0.4f), x5 = _mm512_set1_ps(0.5f), x6 = _mm512_set1_ps(0.6f), x7 = _mm512_set1_ps(0.7f);
-  __m512 x8 = _mm512_set1_ps(0.8f), x9 = _mm512_set1_ps(0.9f), x10 = _mm512_set1_ps(1.0f), x11 = _mm512_set1_ps(1.1f);
-  __m512 x12 = _mm512_set1_ps(1.2f), x13 = _mm512_set1_ps(1.3f), x14 = _mm512_set1_ps(1.4f), x15 = _mm512_set1_ps(1.5f);
+  BERTRAIN_CHAINS16(__m512, _mm512_set1_ps);
   for (long i = 0; i < iters; ++i) {
-    BERTRAIN_FMA16(_mm512_fmadd_ps);
+    BERTRAIN_STEP16(_mm512_fmadd_ps, a, b);
   }
-  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
-                           _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
-  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)),
-                                     _mm512_add_ps(_mm512_add_ps(x12, x13), _mm512_add_ps(x14, x15))));
-  return _mm512_reduce_add_ps(s);
+  return _mm512_reduce_add_ps(BERTRAIN_SUM16(_mm512_add_ps));
 }
 
 __attribute__((target("avx2,fma"))) float fma_chains_avx2(long iters) {
   const __m256 a = _mm256_set1_ps(0.99999f), b = _mm256_set1_ps(1e-5f);
-  __m256 x0 = _mm256_set1_ps(0.0f), x1 = _mm256_set1_ps(0.1f), x2 = _mm256_set1_ps(0.2f), x3 = _mm256_set1_ps(0.3f);
-  __m256 x4 = _mm256_set1_ps(0.4f), x5 = _mm256_set1_ps(0.5f), x6 = _mm256_set1_ps(0.6f), x7 = _mm256_set1_ps(0.7f);
-  __m256 x8 = _mm256_set1_ps(0.8f), x9 = _mm256_set1_ps(0.9f), x10 = _mm256_set1_ps(1.0f), x11 = _mm256_set1_ps(1.1f);
-  __m256 x12 = _mm256_set1_ps(1.2f), x13 = _mm256_set1_ps(1.3f), x14 = _mm256_set1_ps(1.4f), x15 = _mm256_set1_ps(1.5f);
+  BERTRAIN_CHAINS16(__m256, _mm256_set1_ps);
   for (long i = 0; i < iters; ++i) {
-    BERTRAIN_FMA16(_mm256_fmadd_ps);
+    BERTRAIN_STEP16(_mm256_fmadd_ps, a, b);
   }
-  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)),
-                           _mm256_add_ps(_mm256_add_ps(x4, x5), _mm256_add_ps(x6, x7)));
-  s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x8, x9), _mm256_add_ps(x10, x11)),
-                                     _mm256_add_ps(_mm256_add_ps(x12, x13), _mm256_add_ps(x14, x15))));
   alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, s);
+  _mm256_store_ps(lanes, BERTRAIN_SUM16(_mm256_add_ps));
   float r = 0;
   for (float v : lanes) r += v;
   return r;
@@ -63,31 +58,19 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2(long iters) {
 
 // The bf16 loop: x <- x + sum of the 2 products a * b per lane (VDPBF16PS), with a = b = 2^-10 in bf16, so
 // each chain grows by 2^-19 per instruction: no overflow or denormals for any realistic run length.
-#define BERTRAIN_DP16(F)                                                                                      \
-  x0 = F(x0, a, a); x1 = F(x1, a, a); x2 = F(x2, a, a); x3 = F(x3, a, a); x4 = F(x4, a, a);                   \
-  x5 = F(x5, a, a); x6 = F(x6, a, a); x7 = F(x7, a, a); x8 = F(x8, a, a); x9 = F(x9, a, a);                   \
-  x10 = F(x10, a, a); x11 = F(x11, a, a); x12 = F(x12, a, a); x13 = F(x13, a, a); x14 = F(x14, a, a);         \
-  x15 = F(x15, a, a)
-
 __attribute__((target("avx512f,avx512bf16"))) float dpbf16_chains(long iters) {
   const __m512 q = _mm512_set1_ps(1.0f / 1024);
   const __m512bh a = _mm512_cvtne2ps_pbh(q, q);
-  __m512 x0 = _mm512_set1_ps(0.0f), x1 = _mm512_set1_ps(0.1f), x2 = _mm512_set1_ps(0.2f), x3 = _mm512_set1_ps(0.3f);
-  __m512 x4 = _mm512_set1_ps(0.4f), x5 = _mm512_set1_ps(0.5f), x6 = _mm512_set1_ps(0.6f), x7 = _mm512_set1_ps(0.7f);
-  __m512 x8 = _mm512_set1_ps(0.8f), x9 = _mm512_set1_ps(0.9f), x10 = _mm512_set1_ps(1.0f), x11 = _mm512_set1_ps(1.1f);
-  __m512 x12 = _mm512_set1_ps(1.2f), x13 = _mm512_set1_ps(1.3f), x14 = _mm512_set1_ps(1.4f), x15 = _mm512_set1_ps(1.5f);
+  BERTRAIN_CHAINS16(__m512, _mm512_set1_ps);
   for (long i = 0; i < iters; ++i) {
-    BERTRAIN_DP16(_mm512_dpbf16_ps);
+    BERTRAIN_STEP16(_mm512_dpbf16_ps, a, a);
   }
-  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
-                           _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
-  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)),
-                                     _mm512_add_ps(_mm512_add_ps(x12, x13), _mm512_add_ps(x14, x15))));
-  return _mm512_reduce_add_ps(s);
+  return _mm512_reduce_add_ps(BERTRAIN_SUM16(_mm512_add_ps));
 }
 
-#undef BERTRAIN_FMA16
-#undef BERTRAIN_DP16
+#undef BERTRAIN_CHAINS16
+#undef BERTRAIN_STEP16
+#undef BERTRAIN_SUM16
 
 volatile float g_sink = 0;  // where the loops' results go, so none is optimised away
 
