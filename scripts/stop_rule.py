@@ -7,7 +7,9 @@ own times (train_batch_size of the step's phase / its sequences_per_second in me
 checkpoint time are not training), so pauses, evaluations and a slower machine do not make the run look stalled.
 A step logged twice (the steps after a checkpoint, replayed by --resume) counts once, with its last record.
 
-Usage: stop_rule.py OUTPUT_DIR [--min_rate 0.02] [--window 1.0]
+Usage: stop_rule.py OUTPUT_DIR [--min_rate 0.02] [--window 1.0] [--phase N]
+With --phase N only the evaluations after steps of phase N count (hours still count from the run's start): a later
+phase warms the learning rate up again from zero, and its first evaluations are no measure of the earlier phase's.
 Prints one line: the training hours so far, the held-out loss now and WINDOW hours earlier, the rate, the verdict.
 Exit code: 0 keep training (or too early to tell), 1 the rule fires (stop and report), 2 unreadable input.
 A watcher can run it after each evaluation and send SIGTERM to the trainer when it exits 1 (the trainer saves a
@@ -59,6 +61,7 @@ def main():
     ap.add_argument("--min_rate", type=float, default=0.02, help="nats per hour of training (default 0.02)")
     ap.add_argument("--window", type=float, default=1.0, help="hours of training the rate is measured over")
     ap.add_argument("--key", default="masked_lm_loss")
+    ap.add_argument("--phase", type=int, default=0, help="only the evaluations of this phase (1-based; 0: all)")
     a = ap.parse_args()
     try:
         phases, steps, evals = load(a.out_dir)
@@ -66,9 +69,10 @@ def main():
         print("stop_rule.py: %s: %s" % (a.out_dir, e), file=sys.stderr)
         return 2
     hours = training_hours(phases, steps)
-    points = [(hours[s], evals[s][a.key], s) for s in sorted(evals) if s in hours]
+    points = [(hours[s], evals[s][a.key], s) for s in sorted(evals)
+              if s in hours and (a.phase == 0 or int(steps[s].get("phase", 1)) == a.phase)]
     if not points:
-        print("stop_rule.py: %s: no evaluation yet: keep training" % a.out_dir)
+        print("stop_rule.py: %s: no evaluation%s yet: keep training" % (a.out_dir, " of phase %d" % a.phase if a.phase else ""))
         return 0
     t, loss, step = points[-1]
     earlier = [p for p in points if p[0] <= t - a.window + 1e-6]  # 1e-6 h: sums of step times round

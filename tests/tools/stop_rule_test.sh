@@ -42,4 +42,24 @@ make "$t/replayed" 0.01 replay
 expect 1 "4.00 h of training" "$t/replayed"
 expect 0 "too early" "$t/slow" --window 5
 expect 2 "No such file" "$t/missing"
+# Two phases: phase 1 falls by 0.5 nats per hour; phase 2's first evaluation (step 90) is 0.1 above phase 1's
+# last one (the re-warm-up). Over all evaluations the rule fires on that jump; --phase 1 sees phase 1 alone;
+# --phase 2 has a single evaluation, too early to tell.
+mkdir -p "$t/two"
+/usr/bin/python3 - "$t/two" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+json.dump({"phases": [{"train_batch_size": 100}, {"train_batch_size": 100}]}, open(os.path.join(d, "recipe.json"), "w"))
+with open(os.path.join(d, "metrics.jsonl"), "w") as f:
+    for s in range(1, 91):
+        ph = 1 if s <= 72 else 2
+        f.write(json.dumps({"step": s, "phase": ph, "sequences_per_second": 0.5}) + "\n")
+        if s % 18 == 0:
+            loss = 6.0 - 0.5 * s / 18 if ph == 1 else 4.1
+            f.write(json.dumps({"eval": True, "step": s, "masked_lm_loss": loss}) + "\n")
+PY
+expect 1 "5.00 h of training; masked_lm_loss 4.1000 at step 90, 4.0000 at step 72 (1.00 h earlier): -0.1000" "$t/two"
+expect 0 "masked_lm_loss 4.0000 at step 72, 4.5000 at step 54 (1.00 h earlier): +0.5000 nats per hour: keep" "$t/two" --phase 1
+expect 0 "too early" "$t/two" --phase 2
+expect 0 "no evaluation of phase 3 yet" "$t/two" --phase 3
 echo "stop_rule_test: ok"
