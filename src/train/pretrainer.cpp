@@ -264,6 +264,9 @@ struct PretrainTrainer::Impl {
       state.data_cursor = data::LoaderCursor{};
       state.phase_initialized = true;
     }
+    if (state.phase_step > p.schedule.num_train_steps)
+      spdlog::warn("phase {}: num_train_steps {} is below the {} steps already done: the phase ends at step {}",
+                   state.phase + 1, p.schedule.num_train_steps, state.phase_step, state.phase_step);
     if (loader_phase != state.phase) open_loader();
     spdlog::info("phase {}/{}: {} steps, length {}, global batch {} = {} micro-batches of {} x {} ranks, lr {}",
                  state.phase + 1, r.phases.size(), p.schedule.num_train_steps, p.max_seq_length, p.train_batch_size,
@@ -341,7 +344,18 @@ struct PretrainTrainer::Impl {
 
   /// After the last step of a phase: evaluate, move the state to the next phase (not started yet) and save, so
   /// that a resume from this checkpoint begins the next phase afresh.
+  /// A phase whose num_train_steps was cut on --resume (e.g. by a stop rule, scripts/pretrain_long_run.sh) to the
+  /// step a mid-step checkpoint was taken at ends there: the unfinished step's micro-batches are dropped, not applied.
   void end_phase() {
+    if (state.micro_batch_index != 0) {
+      spdlog::warn("phase {} ends at step {} (num_train_steps {}): the unfinished step's {} micro-batch(es) are dropped",
+                   state.phase + 1, state.phase_step, r.phases[state.phase].schedule.num_train_steps,
+                   state.micro_batch_index);
+      opt->zero_grad();
+      state.micro_batch_index = 0;
+      state.partial_losses.clear();
+      state.step_masked_tokens = 0;
+    }
     if (!r.eval_dir.empty()) evaluate(r.eval_dir);
     if (state.phase < last_phase()) {
       ++state.phase;

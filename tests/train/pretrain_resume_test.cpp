@@ -219,3 +219,44 @@ TEST(PretrainResume, CursorOfABertrainBeforeTheStreamingLoaderIsConverted) {
   expect_same_records(step_records(ra.output_dir), step_records(rl.output_dir));
   expect_same_files(ra.output_dir + "/checkpoint-12/model.safetensors", rl.output_dir + "/checkpoint-12/model.safetensors");
 }
+
+TEST(PretrainResume, PhaseCutOnResumeAtAMidStepCheckpointDropsThePartialStep) {
+  // scripts/pretrain_long_run.sh ends phase 1 where the stop rule fired: SIGTERM (here mid-step, inside update 9),
+  // then --resume with phase 1's num_train_steps cut to the steps done (8). The unfinished step is dropped, phase 1
+  // ends (weights and moments as after update 8) and phase 2 follows: bit-identical to a run planned with 8 steps.
+  // The learning rate is constant after warmup, so phase 1's first 8 updates do not depend on its length.
+  const Fixture& f = fixture();
+  auto two_phases = [&](const std::string& out, int64_t n1) {
+    PretrainRecipe r = f.recipe(out);
+    r.phases[0].schedule.decay = LrDecay::constant;
+    r.phases[0].schedule.num_train_steps = n1;
+    PhaseRecipe p2 = r.phases[0];
+    p2.schedule.learning_rate = 5e-3;
+    p2.schedule.num_train_steps = 3;
+    p2.schedule.num_warmup_steps = 1;
+    r.phases.push_back(p2);
+    return r;
+  };
+  const PretrainRecipe ra = two_phases("planned8", 8), rb = two_phases("cut", 12), rb_cut = two_phases("cut", 8);
+  ASSERT_EQ(train(ra, false).rc, 0);
+  const RunResult b1 = train(rb, false, [](const MicroBatchEvent& e) {
+    if (e.global_step == 8 && e.micro == 2) std::raise(SIGTERM);
+  });
+  ASSERT_EQ(b1.rc, 128 + SIGTERM);
+  ASSERT_EQ(TrainState::read(rb.output_dir + "/checkpoint-8").micro_batch_index, 3);
+
+  const RunResult b2 = train(rb_cut, true);
+  ASSERT_EQ(b2.rc, 0);
+  ASSERT_EQ(b2.events.size(), 15u);  // phase 2 alone: 3 updates x 5 micro-batches, from micro-batch 0
+  EXPECT_EQ(b2.events[0].global_step, 8);
+  EXPECT_EQ(b2.events[0].micro, 0);
+  const TrainState end1 = TrainState::read(rb.output_dir + "/checkpoint-8");  // end_phase's checkpoint
+  EXPECT_EQ(end1.micro_batch_index, 0);
+  EXPECT_EQ(end1.phase, 1);
+  EXPECT_FALSE(fs::exists(rb.output_dir + "/checkpoint-8/partial_gradients.safetensors"));
+  expect_same_records(step_records(ra.output_dir), step_records(rb.output_dir));
+  for (const char* c : {"/checkpoint-8", "/checkpoint-11"}) {
+    expect_same_files(ra.output_dir + c + "/model.safetensors", rb.output_dir + c + "/model.safetensors");
+    expect_same_files(ra.output_dir + c + "/optimizer.safetensors", rb.output_dir + c + "/optimizer.safetensors");
+  }
+}
