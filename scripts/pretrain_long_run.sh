@@ -5,16 +5,18 @@
 # LAMB recipe's two-phase shape: phase 1 at length 128, phase 2 at 512 with the learning rate warmed up again.
 #
 # The stop rule (scripts/stop_rule.py --phase N, after every evaluation): when the held-out masked-LM loss improves
-# by less than 0.02 nats per hour of training within the current phase, the phase ends there. Phase 1 ends by a
-# resume with its num_train_steps cut to the step reached (the trainer then evaluates, keeps weights and optimizer
-# moments, and starts phase 2 with its own warm-up); phase 2 ends the run. Every decision goes to OUT/stop_rule.log.
-# At the end: held-out masked-LM loss, accuracy and next-sentence accuracy on the held-out Gutenberg books and
-# the held-out Wikipedia articles separately (OUT/final_eval/{gutenberg,wiki}.json) against their unigram
-# entropies (OUT/data/eval_*.unigram.txt), and OUT/final/ = the last checkpoint.
+# by less than 0.02 nats per hour of training within the current phase, the phase ends. The decision is written
+# first (OUT/fired-phaseN), then the trainer gets SIGTERM (it saves a checkpoint and exits). Phase 1 then ends by a
+# resume with its num_train_steps cut to the steps done (OUT/phase1_cut; the trainer drops an unfinished step,
+# evaluates, keeps weights and optimizer moments, and starts phase 2 with its own warm-up); phase 2's decision ends
+# the run. Every decision goes to OUT/stop_rule.log. At the end: OUT/final/ = the last checkpoint, and its held-out
+# masked-LM loss, accuracy and next-sentence accuracy on the held-out Gutenberg books and the held-out Wikipedia
+# articles separately (OUT/final_eval/{gutenberg,wiki}.json, summary.txt) against their unigram entropies.
 #
 # Usage: scripts/pretrain_long_run.sh [extra bertrain pretrain flags]
-# Resumable: run the same command again (a started run continues with --resume). To pause (e.g. while a
-# benchmark needs a quiet machine): kill -TERM the script (it passes SIGTERM on; the trainer saves and exits).
+# Resumable: run the same command again, in this or a later session (a started run continues with --resume; a
+# decision taken before a kill is carried out). Pause: kill -TERM the script (it passes SIGTERM on to its
+# children: the trainer saves and exits). One script per OUT at a time (OUT/lock, held by its trainer too).
 # Environment: BIN (default build/bertrain), OUT (default ../runs/long-run, outside the clone), SHARED (default
 # ../shared), CONFIG (default configs/pretrain/bert-mini-long.json), INIT=unigram (start from the recipe's own
 # initial weights with the masked-LM bias at the log unigram distribution, scripts/unigram_bias_init.py),
@@ -32,91 +34,133 @@ D=$OUT/data
 RUN=$OUT/run
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 thr=(); [ -n "${THREADS:-}" ] && thr=(--num_threads "$THREADS")
-say() { echo "[$(date -u +%FT%TZ)] $*" | tee -a "$OUT/stop_rule.log"; }
 mkdir -p "$OUT"
+exec 9> "$OUT/lock"
+flock -n 9 || { echo "pretrain_long_run.sh: another run (or a trainer it started) holds $OUT/lock" >&2; exit 2; }
+say() { echo "[$(date -u +%FT%TZ)] $*" | tee -a "$OUT/stop_rule.log"; }
+# Pause: SIGTERM to every descendant (the trainer saves a checkpoint; data preparation stops, and its .tmp output is
+# continued or redone next time), then wait for them.
+descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
+on_term() {
+  trap '' TERM INT
+  kill -TERM $(descendants $$) 2>/dev/null || true
+  wait || true
+  say "paused by a signal: run the same command to continue"
+  exit 143
+}
+trap on_term TERM INT
+bg() { "$@" & wait $!; }  # a child in the background, so that a signal reaches on_term at once
 
 # ---- data ----
 mkdir -p "$D"
 if [ ! -f "$D/gutenberg/train.txt" ]; then
+  rm -rf "$D/gutenberg.tmp"
   xz -dc "$SHARED/data/gutenberg_en/pretrain_corpus.txt.xz" > "$D/pretrain_corpus.txt"
-  /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/gutenberg"
-  rm "$D/pretrain_corpus.txt"
+  bg /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/gutenberg.tmp"
+  rm -rf "$D/gutenberg" && mv "$D/gutenberg.tmp" "$D/gutenberg" && rm "$D/pretrain_corpus.txt"
 fi
-[ -f "$D/wiki/train.txt" ] || /usr/bin/python3 scripts/squad_corpus.py "$D/wiki"
+if [ ! -f "$D/wiki/train.txt" ]; then
+  rm -rf "$D/wiki.tmp"
+  bg /usr/bin/python3 scripts/squad_corpus.py "$D/wiki.tmp"
+  rm -rf "$D/wiki" && mv "$D/wiki.tmp" "$D/wiki"
+fi
 . scripts/shards.sh
 # dupe_factor 5 (five maskings of every instance, the run passes over the corpus several times in each phase):
-# 650,625 instances at 128, about 200,000 at 512.
-make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train128" 128 20 5 5101 8
-make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train512" 512 80 5 5102 8
-make_shards "$D/gutenberg/heldout.txt" "$D/eval_gutenberg128" 128 20 1 99
-make_shards "$D/wiki/heldout.txt" "$D/eval_wiki128" 128 20 1 99
+# 650,625 instances at 128, 203,754 at 512.
+bg make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train128" 128 20 5 5101 8
+bg make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train512" 512 80 5 5102 8
+bg make_shards "$D/gutenberg/heldout.txt" "$D/eval_gutenberg128" 128 20 1 99
+bg make_shards "$D/wiki/heldout.txt" "$D/eval_wiki128" 128 20 1 99
 if [ ! -d "$D/eval128" ]; then  # one directory with both held-out sets: the trainer's pooled evaluation
-  mkdir -p "$D/eval128.tmp"
+  rm -rf "$D/eval128.tmp" && mkdir -p "$D/eval128.tmp"
   ln -s ../eval_gutenberg128/part-00000-training.hdf5 "$D/eval128.tmp/gutenberg-training.hdf5"
   ln -s ../eval_wiki128/part-00000-training.hdf5 "$D/eval128.tmp/wiki-training.hdf5"
   mv "$D/eval128.tmp" "$D/eval128"
 fi
 for e in eval128 eval_gutenberg128 eval_wiki128; do
-  [ -s "$D/$e.unigram.txt" ] || /usr/bin/python3 scripts/unigram_baseline.py "$D/$e" "$D/train128" > "$D/$e.unigram.txt"
+  if [ ! -s "$D/$e.unigram.txt" ]; then
+    bg /usr/bin/python3 scripts/unigram_baseline.py "$D/$e" "$D/train128" > "$D/$e.unigram.txt.tmp"
+    mv "$D/$e.unigram.txt.tmp" "$D/$e.unigram.txt"
+  fi
 done
 
 args=(--config "$CONFIG" --output_dir="$RUN" --phases.1.input_dir="$D/train128" --phases.2.input_dir="$D/train512"
       --eval_dir="$D/eval128" --no_progress)
 if [ "${INIT:-}" = unigram ]; then
   if [ ! -f "$D/init-unigram/model.safetensors" ]; then  # the recipe's own initial weights: step 1 of a warmup from 0
-    rm -rf "$D/init0"
-    "$BIN" "${thr[@]}" pretrain "${args[@]}" --output_dir="$D/init0" --phases.1.num_train_steps=1 \
+    rm -rf "$D/init0" "$D/init-unigram.tmp"
+    bg "$BIN" "${thr[@]}" pretrain "${args[@]}" --output_dir="$D/init0" --phases.1.num_train_steps=1 \
       --phases.1.warmup_proportion=1.0 --save_checkpoints_steps=1 --phase 1 > "$D/init0.log" 2>&1
-    /usr/bin/python3 scripts/unigram_bias_init.py "$D/init0/checkpoint-1" "$D/train128" "$D/init-unigram"
+    bg /usr/bin/python3 scripts/unigram_bias_init.py "$D/init0/checkpoint-1" "$D/train128" "$D/init-unigram.tmp"
+    mv "$D/init-unigram.tmp" "$D/init-unigram"
   fi
   args+=(--init_checkpoint="$D/init-unigram")
 fi
-[ -f "$OUT/phase1_cut" ] && args+=(--phases.1.num_train_steps="$(cat "$OUT/phase1_cut")")
 
 # ---- train, with the stop rule watching every evaluation ----
-newest_state() { ls -d "$RUN"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
-field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
-eval_phase() {  # the phase of the newest evaluation (the phase of the step it followed)
+newest_ckpt() {  # the newest complete checkpoint-N (as the trainer's --resume chooses it), or nothing
+  local n
+  n=$(ls "$RUN" 2>/dev/null | sed -n 's/^checkpoint-\([0-9]\{1,\}\)$/\1/p' | sort -n | while read -r k; do
+        [ -f "$RUN/checkpoint-$k/trainer_state.json" ] && echo "$k"; done | tail -1)
+  [ -n "$n" ] && echo "$RUN/checkpoint-$n"
+}
+state_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/trainer_state.json" "$2"; }
+eval_phase() {  # "PHASE LATER": the phase of the newest evaluation's step, and 1 if a later phase has begun since
   /usr/bin/python3 -c '
 import json, sys
 phase, last = {}, None
-for line in open(sys.argv[1]):
-    m = json.loads(line)
+for line in open(sys.argv[1]).read().split("\n")[:-1]:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
     if m.get("eval"): last = m["step"]
     elif "phase" in m: phase[m["step"]] = m["phase"]
-print(phase.get(last, 1))' "$RUN/metrics.jsonl"
+p = phase.get(last, 1)
+print(p, int(any(v > p for v in phase.values())))' "$RUN/metrics.jsonl"
+}
+# A decision taken before the script was stopped is carried out first.
+cut_phase1() {
+  local ck; ck=$(newest_ckpt)
+  if [ -n "$ck" ] && [ "$(state_field "$ck" phase)" = 1 ]; then
+    state_field "$ck" phase_step > "$OUT/phase1_cut.tmp" && mv "$OUT/phase1_cut.tmp" "$OUT/phase1_cut"
+    say "phase 1 ends at step $(cat "$OUT/phase1_cut") (stop rule, $(cat "$OUT/fired-phase1")); phase 2 follows"
+  else
+    say "phase 1 had already ended when the rule fired ($(cat "$OUT/fired-phase1")): no cut"
+    echo none > "$OUT/phase1_cut"
+  fi
 }
 while [ ! -f "$OUT/TRAINED" ]; do
+  if [ -f "$OUT/fired-phase2" ]; then say "the stop rule fired in phase 2 ($(cat "$OUT/fired-phase2")): the run ends"; touch "$OUT/TRAINED"; break; fi
+  [ -f "$OUT/fired-phase1" ] && [ ! -f "$OUT/phase1_cut" ] && cut_phase1
+  cut=(); [ -f "$OUT/phase1_cut" ] && [ "$(cat "$OUT/phase1_cut")" != none ] && cut=(--phases.1.num_train_steps="$(cat "$OUT/phase1_cut")")
   resume=(); [ -f "$RUN/recipe.json" ] && resume=(--resume)
-  nice "$BIN" "${thr[@]}" pretrain "${args[@]}" "${resume[@]}" "$@" >> "$OUT/train.log" 2>&1 &
+  nice "$BIN" "${thr[@]}" pretrain "${args[@]}" "${cut[@]}" "${resume[@]}" "$@" >> "$OUT/train.log" 2>&1 &
   pid=$!
-  trap 'kill -TERM $pid 2>/dev/null; wait $pid; exit 143' TERM INT
   evals=0 fired=""
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 20
+    sleep 20 & wait $!
     n=$(grep -c '"eval"' "$RUN/metrics.jsonl" 2>/dev/null || true)
     [ "${n:-0}" -gt "$evals" ] || continue
     evals=$n
-    phase=$(eval_phase)
-    [ "$phase" = 1 ] && [ -f "$OUT/phase1_cut" ] && continue  # phase 1's end, already decided
-    rc=0; line=$(/usr/bin/python3 scripts/stop_rule.py "$RUN" --phase "$phase" --min_rate "$MIN_RATE" --window "$WINDOW") || rc=$?
+    read -r phase later < <(eval_phase) || continue
+    [ "$later" = 1 ] && continue                                     # that phase has ended already
+    [ "$phase" = 1 ] && [ -f "$OUT/phase1_cut" ] && continue          # phase 1's end, already decided
+    rc=0; line=$(/usr/bin/python3 scripts/stop_rule.py "$RUN" --phase "$phase" --min_rate "$MIN_RATE" --window "$WINDOW" 2>&1) || rc=$?
     say "phase $phase: $line"
-    if [ "$rc" -eq 1 ]; then fired=$phase; kill -TERM "$pid" 2>/dev/null || true; break; fi
+    if [ "$rc" -eq 1 ] && grep -q 'stop and report' <<<"$line"; then
+      fired=$phase
+      echo "$line" > "$OUT/fired-phase$phase.tmp" && mv "$OUT/fired-phase$phase.tmp" "$OUT/fired-phase$phase"
+      kill -TERM "$pid" 2>/dev/null || true
+      break
+    fi
   done
   rc=0; wait "$pid" || rc=$?
-  trap - TERM INT
   if [ -n "$fired" ]; then
-    ckpt=$(newest_state)
-    step=$(field "$ckpt/trainer_state.json" global_step)
-    if [ "$fired" = 1 ]; then
-      say "stop rule fired in phase 1 at global step $step: phase 1 ends there, phase 2 follows"
-      echo "$step" > "$OUT/phase1_cut.tmp" && mv "$OUT/phase1_cut.tmp" "$OUT/phase1_cut"
-      args+=(--phases.1.num_train_steps="$step")
-      continue
-    fi
-    say "stop rule fired in phase 2 at global step $step: the run ends"
-    touch "$OUT/TRAINED"
-  elif [ "$rc" -eq 0 ]; then
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 143 ] || { say "the trainer exited with $rc after the stop rule's SIGTERM (see $OUT/train.log)"; exit "$rc"; }
+    continue  # the top of the loop carries the decision out
+  fi
+  if [ "$rc" -eq 0 ]; then
     say "both phases finished"
     touch "$OUT/TRAINED"
   else
@@ -126,17 +170,20 @@ while [ ! -f "$OUT/TRAINED" ]; do
 done
 
 # ---- final checkpoint and held-out numbers, per corpus ----
-ckpt=$(newest_state)
 if [ ! -f "$OUT/final/model.safetensors" ]; then
-  rm -rf "$OUT/final.tmp" && cp -r "$ckpt" "$OUT/final.tmp" && mv "$OUT/final.tmp" "$OUT/final"
+  ck=$(newest_ckpt)
+  [ -n "$ck" ] || { echo "pretrain_long_run.sh: no checkpoint in $RUN" >&2; exit 1; }
+  rm -rf "$OUT/final.tmp" && cp -r "$ck" "$OUT/final.tmp" && mv "$OUT/final.tmp" "$OUT/final"
+  say "final checkpoint: $ck (global step $(state_field "$OUT/final" global_step))"
 fi
 mkdir -p "$OUT/final_eval"
 for e in gutenberg wiki; do
   [ -f "$OUT/final_eval/$e.json" ] && continue
   rm -rf "$OUT/final_eval/$e.dir"
-  nice "$BIN" "${thr[@]}" pretrain --config "$CONFIG" --do_train=false --do_eval=true --init_checkpoint="$OUT/final" \
-    --eval_dir="$D/eval_${e}128" --output_dir="$OUT/final_eval/$e.dir" --no_progress >> "$OUT/train.log" 2>&1
-  cp "$OUT/final_eval/$e.dir/eval_results.json" "$OUT/final_eval/$e.json"
+  bg nice "$BIN" "${thr[@]}" pretrain --config "$CONFIG" --do_train=false --do_eval=true --init_checkpoint="$OUT/final" \
+    --eval_dir="$D/eval_${e}128" --output_dir="$OUT/final_eval/$e.dir" --no_progress "$@" >> "$OUT/train.log" 2>&1
+  cp "$OUT/final_eval/$e.dir/eval_results.json" "$OUT/final_eval/$e.json.tmp"
+  mv "$OUT/final_eval/$e.json.tmp" "$OUT/final_eval/$e.json"
 done
 for e in gutenberg wiki; do
   /usr/bin/python3 - "$OUT/final_eval/$e.json" "$D/eval_${e}128.unigram.txt" "$e" <<'PY'
@@ -147,4 +194,6 @@ print("%-9s held-out masked-LM loss %.4f (unigram entropy %.4f: %+.3f nats), mas
       "next-sentence accuracy %.4f, step %d" % (sys.argv[3], r["masked_lm_loss"], h, r["masked_lm_loss"] - h,
       r["masked_lm_accuracy"], r["next_sentence_accuracy"], r["global_step"]))
 PY
-done | tee "$OUT/final_eval/summary.txt"
+done > "$OUT/final_eval/summary.txt.tmp"
+mv "$OUT/final_eval/summary.txt.tmp" "$OUT/final_eval/summary.txt"
+cat "$OUT/final_eval/summary.txt"

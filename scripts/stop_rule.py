@@ -28,18 +28,20 @@ def load(out_dir):
         phases = json.load(f)["phases"]
     steps, evals = {}, {}
     with open(metrics_path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                m = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError("%s:%d: not JSON (%s)" % (metrics_path, n, e))
-            if m.get("eval"):
-                evals[m["step"]] = m
-            elif "sequences_per_second" in m:
-                steps[m["step"]] = m
+        lines = f.read().split("\n")
+    # The last piece has no newline: either empty, or a record the trainer is writing now (read it next time).
+    for n, line in enumerate(lines[:-1], 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            m = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError("%s:%d: not JSON (%s)" % (metrics_path, n, e))
+        if m.get("eval"):
+            evals[m["step"]] = m
+        elif "sequences_per_second" in m:
+            steps[m["step"]] = m
     return phases, steps, evals
 
 
@@ -63,11 +65,17 @@ def main():
     ap.add_argument("--key", default="masked_lm_loss")
     ap.add_argument("--phase", type=int, default=0, help="only the evaluations of this phase (1-based; 0: all)")
     a = ap.parse_args()
+    if not a.window > 0 or a.min_rate != a.min_rate:
+        ap.error("--window must be > 0 and --min_rate a number")
     try:
-        phases, steps, evals = load(a.out_dir)
-    except (OSError, ValueError, KeyError) as e:
-        print("stop_rule.py: %s: %s" % (a.out_dir, e), file=sys.stderr)
+        return decide(a)
+    except Exception as e:  # noqa: BLE001 - any failure is "unreadable input" (2), never "the rule fires" (1)
+        print("stop_rule.py: %s: %s: %s" % (a.out_dir, type(e).__name__, e), file=sys.stderr)
         return 2
+
+
+def decide(a):
+    phases, steps, evals = load(a.out_dir)
     hours = training_hours(phases, steps)
     points = [(hours[s], evals[s][a.key], s) for s in sorted(evals)
               if s in hours and (a.phase == 0 or int(steps[s].get("phase", 1)) == a.phase)]

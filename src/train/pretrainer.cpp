@@ -355,6 +355,7 @@ struct PretrainTrainer::Impl {
       state.micro_batch_index = 0;
       state.partial_losses.clear();
       state.step_masked_tokens = 0;
+      state.data_cursor.micro = 0;
     }
     if (!r.eval_dir.empty()) evaluate(r.eval_dir);
     if (state.phase < last_phase()) {
@@ -380,6 +381,10 @@ struct PretrainTrainer::Impl {
     model->train();
     const int last = last_phase();
     if (state.phase == last && state.phase_initialized && state.phase_step >= r.phases[state.phase].schedule.num_train_steps) {
+      if (state.micro_batch_index != 0) {  // the last phase cut at a mid-step checkpoint: end it cleanly there
+        end_phase();
+        return 0;
+      }
       spdlog::info("phase {} already finished at global_step {}: nothing to train", state.phase + 1, state.global_step);
       return 0;
     }

@@ -62,4 +62,10 @@ expect 1 "5.00 h of training; masked_lm_loss 4.1000 at step 90, 4.0000 at step 7
 expect 0 "masked_lm_loss 4.0000 at step 72, 4.5000 at step 54 (1.00 h earlier): +0.5000 nats per hour: keep" "$t/two" --phase 1
 expect 0 "too early" "$t/two" --phase 2
 expect 0 "no evaluation of phase 3 yet" "$t/two" --phase 3
+# A record the trainer is still writing (no newline yet) is read next time; a crash is 2, never "fires" (1).
+cp -r "$t/slow" "$t/partial"
+printf '{"eval": true, "step": 90, "masked_lm_lo' >> "$t/partial/metrics.jsonl"
+expect 1 "masked_lm_loss 5.9600 at step 72" "$t/partial"
+expect 2 "KeyError" "$t/slow" --key no_such_key
+expect 2 "window must be > 0" "$t/slow" --window 0
 echo "stop_rule_test: ok"

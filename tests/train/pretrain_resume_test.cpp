@@ -260,3 +260,30 @@ TEST(PretrainResume, PhaseCutOnResumeAtAMidStepCheckpointDropsThePartialStep) {
     expect_same_files(ra.output_dir + c + "/optimizer.safetensors", rb.output_dir + c + "/optimizer.safetensors");
   }
 }
+
+TEST(PretrainResume, LastPhaseCutOnResumeAtAMidStepCheckpointEndsCleanly) {
+  // The same cut in the last phase: the run ends at update 8 with a clean checkpoint (no partial step, the
+  // weights of the mid-step checkpoint), and a further --resume has nothing to train.
+  const Fixture& f = fixture();
+  PretrainRecipe r12 = f.recipe("cutlast"), r8 = f.recipe("cutlast");
+  r8.phases[0].schedule.num_train_steps = 8;
+  const RunResult b1 = train(r12, false, [](const MicroBatchEvent& e) {
+    if (e.global_step == 8 && e.micro == 2) std::raise(SIGTERM);
+  });
+  ASSERT_EQ(b1.rc, 128 + SIGTERM);
+  const std::string ck = r12.output_dir + "/checkpoint-8";
+  ASSERT_EQ(TrainState::read(ck).micro_batch_index, 3);
+  const std::string weights = test::read_file(ck + "/model.safetensors");
+  const RunResult b2 = train(r8, true);
+  ASSERT_EQ(b2.rc, 0);
+  EXPECT_TRUE(b2.events.empty());
+  const TrainState s = TrainState::read(ck);
+  EXPECT_EQ(s.micro_batch_index, 0);
+  EXPECT_EQ(s.data_cursor.micro, 0);
+  EXPECT_EQ(s.global_step, 8);
+  EXPECT_FALSE(fs::exists(ck + "/partial_gradients.safetensors"));
+  EXPECT_TRUE(test::read_file(ck + "/model.safetensors") == weights);
+  const RunResult b3 = train(r8, true);
+  EXPECT_EQ(b3.rc, 0);
+  EXPECT_TRUE(b3.events.empty());
+}
