@@ -42,22 +42,25 @@ def estimate_hours(row_dir):
 
 
 def measured_hours(row_dir):
-    """Sum of start/end segments in wall.log; an open segment (still running) counts nothing."""
+    """(hours, interrupted): the sum of wall.log's start/end segments; a segment that was started and never ended
+    before the next start (a killed run, resumed later) cannot be timed, so such a row is marked interrupted. An open
+    last segment (still running) counts nothing."""
     try:
         lines = open(os.path.join(row_dir, "wall.log")).read().split("\n")
     except OSError:
-        return None
-    total, start = 0.0, None
+        return None, False
+    total, start, interrupted = 0.0, None, False
     for line in lines:
         parts = line.split()
         if not parts:
             continue
         if parts[0] == "start":
+            interrupted |= start is not None
             start = int(parts[1])
         elif parts[0] == "end" and start is not None:
             total += int(parts[1]) - start
             start = None
-    return total / 3600 if total > 0 else None
+    return (total / 3600 if total > 0 else None), interrupted
 
 
 def row_summary(out_dir, name, level):
@@ -80,7 +83,8 @@ def row_summary(out_dir, name, level):
         "evals": [(e["step"] * batch * seq, e["masked_lm_loss"]) for e in evals],
         "mlm": last["masked_lm_loss"] if last else None, "acc": last["masked_lm_accuracy"] if last else None,
         "nsp": last["next_sentence_accuracy"] if last else None, "best": min((e["masked_lm_loss"] for e in evals), default=None),
-        "left": left, "trained_steps": len(train), "est": estimate_hours(d), "meas": measured_hours(d),
+        "left": left, "trained_steps": len(train), "est": estimate_hours(d), "meas": measured_hours(d)[0],
+        "interrupted": measured_hours(d)[1],
     }
 
 
@@ -108,7 +112,9 @@ def main():
     for r in rows:
         status = "" if r["done"] else " (running: %d/%d steps)" % (r["trained_steps"], r["steps"])
         err = ""
-        if r["est"] and r["meas"]:
+        if r["interrupted"]:
+            err = " (interrupted: a killed segment is not counted)"
+        elif r["est"] and r["meas"]:
             err = " (%+.0f%%)" % (100 * (r["meas"] - r["est"]) / r["est"])
         print("| %s%s | %s | %g | %d x %d | %d | %s | %s | %s | %s | %s | %s%s |" % (
             r["name"], status, r["optimizer"], r["lr"], r["batch"], r["seq"], r["steps"], fmt(r["mlm"]),
