@@ -2,10 +2,17 @@
 """Draw loss, accuracy and learning-rate curves from a bertrain metrics.jsonl to a PNG (Debian's matplotlib).
 
 Usage: plot_metrics.py METRICS.jsonl OUT.png
+       plot_metrics.py --compare OUT.png RUN_DIR [RUN_DIR ...] [--hline Y[:LABEL]] [--title T]
 Training lines give loss / mlm_loss / nsp_loss / lr per step; evaluation lines ("eval": true) give the
 held-out masked-LM loss and accuracy. Phase boundaries are drawn as vertical lines.
+--compare puts several runs (output directories with metrics.jsonl and recipe.json, e.g. the rows of
+scripts/recipe_search.sh) on one figure: held-out masked-LM loss and accuracy against the training tokens seen
+(each step counts train_batch_size x max_seq_length of its phase, so rows with other batches or lengths line up),
+labelled by directory name; --hline draws a reference level such as the held-out unigram entropy.
 """
+import argparse
 import json
+import os
 import sys
 
 import matplotlib
@@ -14,7 +21,58 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def read_metrics(path):
+    train, evals = [], []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                j = json.loads(line)
+                (evals if j.get("eval") else train).append(j)
+    return train, evals
+
+
+def compare(argv):
+    ap = argparse.ArgumentParser(prog="plot_metrics.py --compare")
+    ap.add_argument("out")
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--hline", action="append", default=[], help="Y or Y:LABEL, a horizontal reference line")
+    ap.add_argument("--title", default="")
+    a = ap.parse_args(argv)
+    fig, ax = plt.subplots(1, 2, figsize=(14, 5))
+    for run in a.runs:
+        phases = json.load(open(os.path.join(run, "recipe.json")))["phases"]
+        train, evals = read_metrics(os.path.join(run, "metrics.jsonl"))
+        tokens, total = {}, 0
+        for j in sorted({j["step"]: j for j in train}.values(), key=lambda j: j["step"]):  # a replayed step once
+            p = phases[min(int(j.get("phase", 1)), len(phases)) - 1]
+            total += p["train_batch_size"] * p["max_seq_length"]
+            tokens[j["step"]] = total
+        pts = [(tokens[e["step"]] / 1e6, e) for e in evals if e["step"] in tokens]
+        if not pts:
+            continue
+        name = os.path.basename(os.path.normpath(run))
+        ax[0].plot([x for x, _ in pts], [e["masked_lm_loss"] for _, e in pts], ".-", label=name)
+        ax[1].plot([x for x, _ in pts], [e["masked_lm_accuracy"] for _, e in pts], ".-", label=name)
+    for h in a.hline:
+        y, _, label = h.partition(":")
+        ax[0].axhline(float(y), color="k", ls="--", lw=0.8, label=label or None)
+    ax[0].set_ylabel("held-out masked-LM loss (nats)")
+    ax[1].set_ylabel("held-out masked-LM accuracy")
+    for x in ax:
+        x.set_xlabel("training tokens seen (millions)")
+        x.grid(alpha=0.3)
+        x.legend(fontsize=7)
+    if a.title:
+        fig.suptitle(a.title)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=100)
+    print("wrote %s (%d runs)" % (a.out, len(a.runs)))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--compare":
+        return compare(sys.argv[2:])
     src, out = sys.argv[1], sys.argv[2]
     train, evals = [], []
     with open(src) as f:

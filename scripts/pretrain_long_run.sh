@@ -97,6 +97,14 @@ if [ "${INIT:-}" = unigram ]; then
   args+=(--init_checkpoint="$D/init-unigram")
 fi
 
+# ---- the projection first (issue 16: every run starts with `bertrain estimate` of its budget) ----
+if [ ! -s "$OUT/estimate.txt" ]; then
+  est=(); for a in "${args[@]}"; do [ "$a" = --no_progress ] || est+=("$a"); done
+  bg nice "$BIN" "${thr[@]}" estimate "${est[@]}" "$@" > "$OUT/estimate.txt.tmp"
+  mv "$OUT/estimate.txt.tmp" "$OUT/estimate.txt"
+  say "estimate: $(tail -1 "$OUT/estimate.txt")"
+fi
+
 # ---- train, with the stop rule watching every evaluation ----
 newest_ckpt() {  # the newest complete checkpoint-N (as the trainer's --resume chooses it), or nothing
   local n

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""recipe_table.py: the table (and a comparison plot) of scripts/recipe_search.sh's rows.
+"""recipe_table.py: the table of scripts/recipe_search.sh's rows (their curves: plot_metrics.py --compare).
 
 For each row directory OUT/<row> with a metrics.jsonl: the recipe (optimizer, lr, global batch, steps), the
 held-out masked-LM loss and accuracy and next-sentence accuracy at every evaluation and at the end, the sequences
@@ -8,7 +8,7 @@ the unigram level"; the entropy comes from OUT/data/eval128.unigram.txt, written
 the wall time `bertrain estimate` projected for the row (OUT/<row>/estimate.txt) and the wall time measured
 (OUT/<row>/wall.log: the sum of its run segments).
 
-Usage: recipe_table.py OUT [--margin 0.25] [--plot curves.png] [--rows a,b,c]   (Debian's python3; matplotlib for --plot)
+Usage: recipe_table.py OUT [--margin 0.25] [--rows a,b,c]   (Debian's python3)
 """
 import argparse
 import json
@@ -80,7 +80,6 @@ def row_summary(out_dir, name, level):
     return {
         "name": name, "optimizer": rec["optimizer"]["name"], "lr": ph["learning_rate"], "batch": batch, "seq": seq,
         "steps": ph["num_train_steps"], "done": os.path.exists(os.path.join(d, "DONE")),
-        "evals": [(e["step"] * batch * seq, e["masked_lm_loss"]) for e in evals],
         "mlm": last["masked_lm_loss"] if last else None, "acc": last["masked_lm_accuracy"] if last else None,
         "nsp": last["next_sentence_accuracy"] if last else None, "best": min((e["masked_lm_loss"] for e in evals), default=None),
         "left": left, "trained_steps": len(train), "est": estimate_hours(d), "meas": measured_hours(d)[0],
@@ -96,7 +95,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--margin", type=float, default=0.25)
-    ap.add_argument("--plot")
     ap.add_argument("--rows")
     a = ap.parse_args()
     h = unigram_entropy(a.out)
@@ -120,22 +118,6 @@ def main():
             r["name"], status, r["optimizer"], r["lr"], r["batch"], r["seq"], r["steps"], fmt(r["mlm"]),
             fmt(r["acc"]), fmt(r["nsp"]), "not reached" if r["left"] is None else "{:,}".format(r["left"]),
             fmt(r["est"], "%.2f"), fmt(r["meas"], "%.2f"), err))
-    if a.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(9, 5.5))
-        for r in rows:
-            if r["evals"]:
-                xs, ys = zip(*r["evals"])
-                ax.plot([x / 1e6 for x in xs], ys, marker=".", label=r["name"])
-        ax.axhline(h, color="k", linestyle="--", linewidth=0.8, label="unigram entropy")
-        ax.set_xlabel("tokens seen (millions)")
-        ax.set_ylabel("held-out masked-LM loss (nats)")
-        ax.legend(fontsize=7, ncol=2)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(a.plot, dpi=110)
 
 
 if __name__ == "__main__":
