@@ -52,55 +52,24 @@ trap on_term TERM INT
 bg() { "$@" & wait $!; }  # a child in the background, so that a signal reaches on_term at once
 
 # ---- data ----
-mkdir -p "$D"
-if [ ! -f "$D/gutenberg/train.txt" ]; then
-  rm -rf "$D/gutenberg.tmp"
-  xz -dc "$SHARED/data/gutenberg_en/pretrain_corpus.txt.xz" > "$D/pretrain_corpus.txt"
-  bg /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/gutenberg.tmp"
-  rm -rf "$D/gutenberg" && mv "$D/gutenberg.tmp" "$D/gutenberg" && rm "$D/pretrain_corpus.txt"
-fi
-if [ ! -f "$D/wiki/train.txt" ]; then
-  rm -rf "$D/wiki.tmp"
-  bg /usr/bin/python3 scripts/squad_corpus.py "$D/wiki.tmp"
-  rm -rf "$D/wiki" && mv "$D/wiki.tmp" "$D/wiki"
-fi
 . scripts/shards.sh
+bg english_corpus "$D"
 # dupe_factor 5 (five maskings of every instance, the run passes over the corpus several times in each phase):
 # 650,625 instances at 128, 203,754 at 512.
 bg make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train128" 128 20 5 5101 8
 bg make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train512" 512 80 5 5102 8
-bg make_shards "$D/gutenberg/heldout.txt" "$D/eval_gutenberg128" 128 20 1 99
-bg make_shards "$D/wiki/heldout.txt" "$D/eval_wiki128" 128 20 1 99
-if [ ! -d "$D/eval128" ]; then  # one directory with both held-out sets: the trainer's pooled evaluation
-  rm -rf "$D/eval128.tmp" && mkdir -p "$D/eval128.tmp"
-  ln -s ../eval_gutenberg128/part-00000-training.hdf5 "$D/eval128.tmp/gutenberg-training.hdf5"
-  ln -s ../eval_wiki128/part-00000-training.hdf5 "$D/eval128.tmp/wiki-training.hdf5"
-  mv "$D/eval128.tmp" "$D/eval128"
-fi
-for e in eval128 eval_gutenberg128 eval_wiki128; do
-  if [ ! -s "$D/$e.unigram.txt" ]; then
-    bg /usr/bin/python3 scripts/unigram_baseline.py "$D/$e" "$D/train128" > "$D/$e.unigram.txt.tmp"
-    mv "$D/$e.unigram.txt.tmp" "$D/$e.unigram.txt"
-  fi
-done
+bg held_out_sets "$D"
 
 args=(--config "$CONFIG" --output_dir="$RUN" --phases.1.input_dir="$D/train128" --phases.2.input_dir="$D/train512"
-      --eval_dir="$D/eval128" --no_progress)
-if [ "${INIT:-}" = unigram ]; then
-  if [ ! -f "$D/init-unigram/model.safetensors" ]; then  # the recipe's own initial weights: step 1 of a warmup from 0
-    rm -rf "$D/init0" "$D/init-unigram.tmp"
-    bg "$BIN" "${thr[@]}" pretrain "${args[@]}" --output_dir="$D/init0" --phases.1.num_train_steps=1 \
-      --phases.1.warmup_proportion=1.0 --save_checkpoints_steps=1 --phase 1 > "$D/init0.log" 2>&1
-    bg /usr/bin/python3 scripts/unigram_bias_init.py "$D/init0/checkpoint-1" "$D/train128" "$D/init-unigram.tmp"
-    mv "$D/init-unigram.tmp" "$D/init-unigram"
-  fi
+      --eval_dir="$D/eval128")
+if [ "${INIT:-}" = unigram ]; then  # phase 1 alone, one step at lr 0: the recipe's own initial weights
+  bg unigram_init "$D" "${args[@]}" --phases.1.num_train_steps=1 --phases.1.warmup_proportion=1.0 --phase 1
   args+=(--init_checkpoint="$D/init-unigram")
 fi
 
 # ---- the projection first (issue 16: every run starts with `bertrain estimate` of its budget) ----
 if [ ! -s "$OUT/estimate.txt" ]; then
-  est=(); for a in "${args[@]}"; do [ "$a" = --no_progress ] || est+=("$a"); done
-  bg nice "$BIN" "${thr[@]}" estimate "${est[@]}" "$@" > "$OUT/estimate.txt.tmp"
+  bg nice "$BIN" "${thr[@]}" estimate "${args[@]}" "$@" > "$OUT/estimate.txt.tmp"
   mv "$OUT/estimate.txt.tmp" "$OUT/estimate.txt"
   say "estimate: $(tail -1 "$OUT/estimate.txt")"
 fi
@@ -143,7 +112,7 @@ while [ ! -f "$OUT/TRAINED" ]; do
   [ -f "$OUT/fired-phase1" ] && [ ! -f "$OUT/phase1_cut" ] && cut_phase1
   cut=(); [ -f "$OUT/phase1_cut" ] && [ "$(cat "$OUT/phase1_cut")" != none ] && cut=(--phases.1.num_train_steps="$(cat "$OUT/phase1_cut")")
   resume=(); [ -f "$RUN/recipe.json" ] && resume=(--resume)
-  nice "$BIN" "${thr[@]}" pretrain "${args[@]}" "${cut[@]}" "${resume[@]}" "$@" >> "$OUT/train.log" 2>&1 &
+  nice "$BIN" "${thr[@]}" pretrain "${args[@]}" --no_progress "${cut[@]}" "${resume[@]}" "$@" >> "$OUT/train.log" 2>&1 &
   pid=$!
   evals=0 fired=""
   while kill -0 "$pid" 2>/dev/null; do

@@ -80,40 +80,19 @@ fi
 
 # ---- data: Gutenberg training books + Wikipedia (SQuAD v1.1 train contexts), held-out books and articles ----
 prepare_data() {
-  mkdir -p "$D"
-  if [ ! -f "$D/gutenberg/train.txt" ]; then
-    xz -dc "$SHARED/data/gutenberg_en/pretrain_corpus.txt.xz" > "$D/pretrain_corpus.txt"
-    /usr/bin/python3 scripts/split_corpus.py "$D/pretrain_corpus.txt" "$D/gutenberg"
-    rm "$D/pretrain_corpus.txt"
-  fi
-  [ -f "$D/wiki/train.txt" ] || /usr/bin/python3 scripts/squad_corpus.py "$D/wiki"
   . scripts/shards.sh
+  english_corpus "$D"
   make_shards "$D/gutenberg/train.txt,$D/wiki/train.txt" "$D/train128" 128 20 2 4101 4
-  make_shards "$D/gutenberg/heldout.txt" "$D/eval_gutenberg128" 128 20 1 99
-  make_shards "$D/wiki/heldout.txt" "$D/eval_wiki128" 128 20 1 99
   [ -d "$D/train64" ] || "$BIN" create-pretraining-data --input_file "$D/gutenberg/train.txt,$D/wiki/train.txt" \
     --output_dir "$D/train64" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 64 \
     --max_predictions_per_seq 10 --dupe_factor 2 --random_seed 4102 --num_shards 4
   [ -d "$D/train128m30" ] || "$BIN" create-pretraining-data --input_file "$D/gutenberg/train.txt,$D/wiki/train.txt" \
     --output_dir "$D/train128m30" --vocab_file "$VOCAB" --do_lower_case=true --max_seq_length 128 \
     --max_predictions_per_seq 40 --masked_lm_prob 0.3 --dupe_factor 2 --random_seed 4103 --num_shards 4
-  # bias-unigram's start: the base recipe's own initial weights (its step 1 runs at lr 0, the first step of a warmup
-  # from 0) with the masked-LM bias set to the log unigram distribution of the training shards' masked tokens.
-  if [ ! -f "$D/init-unigram/model.safetensors" ]; then
-    rm -rf "$D/init0"
-    "$BIN" "${thr[@]}" pretrain --config "$BASE" --input_dir="$D/train128" --output_dir="$D/init0" --num_train_steps=1 \
-      --warmup_proportion=1.0 --save_checkpoints_steps=1 --no_progress > "$D/init0.log" 2>&1
-    /usr/bin/python3 scripts/unigram_bias_init.py "$D/init0/checkpoint-1" "$D/train128" "$D/init-unigram"
-  fi
-  # One evaluation directory holding both held-out sets (the trainer reports their pooled loss).
-  if [ ! -d "$D/eval128" ]; then
-    mkdir -p "$D/eval128"
-    ln -s ../eval_gutenberg128/part-00000-training.hdf5 "$D/eval128/gutenberg-training.hdf5"
-    ln -s ../eval_wiki128/part-00000-training.hdf5 "$D/eval128/wiki-training.hdf5"
-  fi
-  for e in eval128 eval_gutenberg128 eval_wiki128; do
-    [ -f "$D/$e.unigram.txt" ] || /usr/bin/python3 scripts/unigram_baseline.py "$D/$e" "$D/train128" > "$D/$e.unigram.txt"
-  done
+  # bias-unigram's start: the base recipe's own initial weights with the masked-LM bias at the log unigram
+  # distribution of the training shards' masked tokens.
+  unigram_init "$D" --config "$BASE" --input_dir="$D/train128" --num_train_steps=1 --warmup_proportion=1.0
+  held_out_sets "$D"
 }
 
 run_row() {

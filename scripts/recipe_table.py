@@ -77,13 +77,13 @@ def row_summary(out_dir, name, level):
             left = e["step"] * batch
             break
     last = evals[-1] if evals else None
+    meas, interrupted = measured_hours(d)
     return {
         "name": name, "optimizer": rec["optimizer"]["name"], "lr": ph["learning_rate"], "batch": batch, "seq": seq,
         "steps": ph["num_train_steps"], "done": os.path.exists(os.path.join(d, "DONE")),
         "mlm": last["masked_lm_loss"] if last else None, "acc": last["masked_lm_accuracy"] if last else None,
         "nsp": last["next_sentence_accuracy"] if last else None, "best": min((e["masked_lm_loss"] for e in evals), default=None),
-        "left": left, "trained_steps": len(train), "est": estimate_hours(d), "meas": measured_hours(d)[0],
-        "interrupted": measured_hours(d)[1],
+        "left": left, "trained_steps": len(train), "est": estimate_hours(d), "meas": meas, "interrupted": interrupted,
     }
 
 

@@ -3,12 +3,7 @@
 # two-phase recipe with eval_every_steps, the number of evaluations per phase and the batches of each (counted here
 # from the shards with h5py) equal what `pretrain` with the same recipe logs; without eval_dir no evaluation is
 # projected. (Times are not asserted.)
-set -euo pipefail
-build=$1
-src=$2
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-data="$build/trainer_test/data/p32"
+. "$(dirname "$0")/p32_prelude.sh"
 cat > "$t/recipe.json" <<JSON
 {"bert_config_file": "$build/trainer_test/tiny.json", "vocab_file": "$src/data/vocab/bert-base-uncased-vocab.txt",
  "eval_dir": "$data", "eval_every_steps": 4, "save_checkpoints_steps": 100, "seed": 5,

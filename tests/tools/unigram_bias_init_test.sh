@@ -3,12 +3,7 @@
 # tiny checkpoint: every tensor but cls.predictions.bias is byte-identical, the bias is the centred log of the
 # add-one smoothed masked-token counts of the shards (counted here independently), the first step's masked-LM loss
 # from it is lower than from the original weights, and a checkpoint without the bias is refused with exit 2.
-set -euo pipefail
-build=$1
-src=$2
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-data="$build/trainer_test/data/p32"
+. "$(dirname "$0")/p32_prelude.sh"
 common=(--num_threads 1 pretrain --no_progress --vocab_file="$src/data/vocab/bert-base-uncased-vocab.txt"
         --input_file="$data" --max_seq_length=32 --max_predictions_per_seq=5 --num_train_steps=1 --num_warmup_steps=1
         --train_batch_size=4 --seed=3)
