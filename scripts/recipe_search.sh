@@ -20,6 +20,10 @@
 # checkpoint and exits); run the same command again to continue. Each row first runs `bertrain estimate` of
 # its own recipe (OUT/<row>/estimate.txt); OUT/<row>/wall.log records the start and end of every segment.
 # scripts/recipe_table.py OUT prints the table of docs/pretraining-recipes.md.
+# ARCHIVE=DIR (e.g. docs/recipe-runs in a clone): each finished row's small files (metrics.jsonl, recipe.json,
+# estimate.txt, wall.log, overrides.txt, DONE) and the held-out unigram baseline are copied to DIR/<row>/ and
+# DIR/data/, so that the table and curves survive the loss of OUT (checkpoints and shards are not kept):
+# recipe_table.py DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bertrain}
@@ -116,7 +120,16 @@ run_row() {
   echo "end $(date +%s) $(date -Is) rc $rc load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/wall.log"
   [ $rc -eq 0 ] || { echo "recipe_search: $name stopped (exit $rc); run again to continue" >&2; exit $rc; }
   touch "$dir/DONE"
+  [ -n "${ARCHIVE:-}" ] && archive_row "$name"
   echo "recipe_search: $name finished"
+}
+
+archive_row() {
+  local name=$1 dst=$ARCHIVE/$1
+  mkdir -p "$dst.tmp" "$ARCHIVE/data"
+  cp "$OUT/$name"/{metrics.jsonl,recipe.json,estimate.txt,wall.log,overrides.txt,DONE} "$dst.tmp/"
+  cp "$D/eval128.unigram.txt" "$ARCHIVE/data/"
+  rm -rf "$dst" && mv "$dst.tmp" "$dst"
 }
 
 prepare_data
@@ -124,6 +137,7 @@ prepare_data
 want=("$@")
 [ ${#want[@]} -gt 0 ] || for r in "${ROWS[@]}"; do want+=("${r%%|*}"); done
 for name in "${want[@]}"; do
+  if [ -n "${ARCHIVE:-}" ] && [ -f "$OUT/$name/DONE" ] && [ ! -d "$ARCHIVE/$name" ]; then archive_row "$name"; fi
   base=${name%@x*} k=1
   if [ "$base" != "$name" ]; then
     k=${name##*@x}
