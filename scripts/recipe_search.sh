@@ -62,6 +62,7 @@ ROWS=(
   "bias-unigram|--init_checkpoint=@init-unigram"
   "bias-unigram-adamw-lr1e-3|--init_checkpoint=@init-unigram --optimizer.name=adamw --learning_rate=1e-3"
   "bias-unigram-lamb-lr4e-3|--init_checkpoint=@init-unigram --learning_rate=4e-3"
+  "bias-unigram-adamw-b32|--init_checkpoint=@init-unigram --optimizer.name=adamw --train_batch_size=32 --num_train_steps=1536 --learning_rate=5e-4 --eval_every_steps=256 --save_checkpoints_steps=256"
 )
 
 if [ "${1:-}" = "--reestimate" ]; then
