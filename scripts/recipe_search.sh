@@ -14,7 +14,9 @@
 # its own directory OUT/ROW@xK.
 # Environment: BIN (bertrain binary, default build/bertrain), EST_BIN (the one that runs `estimate`, default BIN:
 # a newer binary may project better while the rows keep training with one binary), OUT (default ../runs/recipe-search: outside the
-# clone), SHARED (default ../shared), THREADS (default: all cores).
+# clone), SHARED (default ../shared), THREADS (default: all cores), EST_ARGS (extra flags for `estimate` only, e.g.
+# --unpad=never when EST_BIN is newer than BIN: the rows' binary has only the padded encoder, and on synthetic
+# batches (12.5% padding) `estimate`'s default would time the unpadded one).
 # Resumable: a finished row has OUT/<row>/DONE and is skipped; an unfinished one continues with --resume. To
 # pause (e.g. while benchmarks need a quiet machine): kill -TERM the script's process group (the trainer saves a
 # checkpoint and exits); run the same command again to continue. Each row first runs `bertrain estimate` of
@@ -28,6 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bertrain}
 EST_BIN=${EST_BIN:-$BIN}
+read -r -a est_args <<< "${EST_ARGS:-}"
 OUT=${OUT:-../runs/recipe-search}
 SHARED=${SHARED:-../shared}
 VOCAB=data/vocab/bert-base-uncased-vocab.txt
@@ -71,7 +74,7 @@ if [ "${1:-}" = "--reestimate" ]; then
     dir=$OUT/$name
     [ -f "$dir/overrides.txt" ] || { echo "recipe_search: $dir has no overrides.txt (never started)" >&2; exit 2; }
     mapfile -t args < "$dir/overrides.txt"
-    nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt.tmp"
+    nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" "${est_args[@]}" > "$dir/estimate.txt.tmp"
     [ -s "$dir/estimate.txt" ] && mv "$dir/estimate.txt" "$dir/estimate.before-$(date +%Y%m%dT%H%M).txt"
     mv "$dir/estimate.txt.tmp" "$dir/estimate.txt"
     echo "recipe_search: $name: $(tail -1 "$dir/estimate.txt")"
@@ -109,7 +112,7 @@ run_row() {
   printf '%s\n' "${args[@]}" > "$dir/overrides.txt"
   # Written whole or not at all: a search stopped during the estimate must not leave an empty one behind.
   if [ ! -s "$dir/estimate.txt" ]; then
-    nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" > "$dir/estimate.txt.tmp"
+    nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" "${est_args[@]}" > "$dir/estimate.txt.tmp"
     mv "$dir/estimate.txt.tmp" "$dir/estimate.txt"
   fi
   local resume=(); ls -d "$dir"/checkpoint-* >/dev/null 2>&1 && resume=(--resume)
