@@ -73,6 +73,9 @@ def compare(argv):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--compare":
         return compare(sys.argv[2:])
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr if len(sys.argv) != 2 else sys.stdout)
+        sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
     src, out = sys.argv[1], sys.argv[2]
     train, evals = [], []
     with open(src) as f:
