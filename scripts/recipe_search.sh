@@ -23,9 +23,9 @@
 # its own recipe (OUT/<row>/estimate.txt); OUT/<row>/wall.log records the start and end of every segment.
 # scripts/recipe_table.py OUT prints the table of docs/pretraining-recipes.md.
 # ARCHIVE=DIR (e.g. docs/recipe-runs in a clone): each finished row's small files (metrics.jsonl, recipe.json,
-# estimate.txt, wall.log, overrides.txt, DONE) and the held-out unigram baseline are copied to DIR/<row>/ and
+# estimate*.txt, wall.log, overrides.txt, DONE) and the held-out unigram baseline are copied to DIR/<row>/ and
 # DIR/data/, so that the table and curves survive the loss of OUT (checkpoints and shards are not kept):
-# recipe_table.py DIR.
+# recipe_table.py DIR. A finished row is archived when the search passes it and again after --reestimate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bertrain}
@@ -68,6 +68,15 @@ ROWS=(
   "bias-unigram-adamw-b32|--init_checkpoint=@init-unigram --optimizer.name=adamw --train_batch_size=32 --num_train_steps=1536 --learning_rate=5e-4 --eval_every_steps=256 --save_checkpoints_steps=256"
 )
 
+# archive_row ROW: ROW's small files into ARCHIVE/ROW (replaced whole), the unigram baseline into ARCHIVE/data.
+archive_row() {
+  local name=$1 dst=$ARCHIVE/$1
+  rm -rf "$dst.tmp" && mkdir -p "$dst.tmp" "$ARCHIVE/data"
+  cp "$OUT/$name"/{metrics.jsonl,recipe.json,estimate*.txt,wall.log,overrides.txt,DONE} "$dst.tmp/"
+  cp "$D/eval128.unigram.txt" "$ARCHIVE/data/"
+  rm -rf "$dst" && mv "$dst.tmp" "$dst"
+}
+
 if [ "${1:-}" = "--reestimate" ]; then
   shift
   for name in "$@"; do
@@ -77,6 +86,7 @@ if [ "${1:-}" = "--reestimate" ]; then
     nice "$EST_BIN" "${thr[@]}" estimate --config "$BASE" "${args[@]}" "${est_args[@]}" > "$dir/estimate.txt.tmp"
     [ -s "$dir/estimate.txt" ] && mv "$dir/estimate.txt" "$dir/estimate.before-$(date +%Y%m%dT%H%M).txt"
     mv "$dir/estimate.txt.tmp" "$dir/estimate.txt"
+    [ -n "${ARCHIVE:-}" ] && [ -f "$dir/DONE" ] && archive_row "$name"
     echo "recipe_search: $name: $(tail -1 "$dir/estimate.txt")"
   done
   exit 0
@@ -124,16 +134,7 @@ run_row() {
   echo "end $(date +%s) $(date -Is) rc $rc load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/wall.log"
   [ $rc -eq 0 ] || { echo "recipe_search: $name stopped (exit $rc); run again to continue" >&2; exit $rc; }
   touch "$dir/DONE"
-  [ -n "${ARCHIVE:-}" ] && archive_row "$name"
   echo "recipe_search: $name finished"
-}
-
-archive_row() {
-  local name=$1 dst=$ARCHIVE/$1
-  mkdir -p "$dst.tmp" "$ARCHIVE/data"
-  cp "$OUT/$name"/{metrics.jsonl,recipe.json,estimate.txt,wall.log,overrides.txt,DONE} "$dst.tmp/"
-  cp "$D/eval128.unigram.txt" "$ARCHIVE/data/"
-  rm -rf "$dst" && mv "$dst.tmp" "$dst"
 }
 
 prepare_data
@@ -141,7 +142,6 @@ prepare_data
 want=("$@")
 [ ${#want[@]} -gt 0 ] || for r in "${ROWS[@]}"; do want+=("${r%%|*}"); done
 for name in "${want[@]}"; do
-  if [ -n "${ARCHIVE:-}" ] && [ -f "$OUT/$name/DONE" ] && [ ! -d "$ARCHIVE/$name" ]; then archive_row "$name"; fi
   base=${name%@x*} k=1
   if [ "$base" != "$name" ]; then
     k=${name##*@x}
@@ -157,4 +157,5 @@ for name in "${want[@]}"; do
     ov="$(sed -E 's/--num_train_steps=[0-9]+//' <<<"$ov") --num_train_steps=$((steps * k))"
   fi
   run_row "$name" "$ov"
+  if [ -n "${ARCHIVE:-}" ] && [ ! -d "$ARCHIVE/$name" ]; then archive_row "$name"; fi
 done
