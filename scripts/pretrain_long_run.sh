@@ -20,7 +20,10 @@
 # Environment: BIN (default build/bertrain), OUT (default ../runs/long-run, outside the clone), SHARED (default
 # ../shared), CONFIG (default configs/pretrain/bert-mini-long.json), INIT=unigram (start from the recipe's own
 # initial weights with the masked-LM bias at the log unigram distribution, scripts/unigram_bias_init.py),
-# MIN_RATE (default 0.02 nats per hour), WINDOW (default 1 hour of training), THREADS (default: all cores).
+# MIN_RATE (default 0.02 nats per hour), WINDOW (default 1 hour of training), THREADS (default: all cores),
+# SNAPSHOT (default data/long-run-snapshot, in the clone; empty: none): a 45 MB near-exact snapshot that is
+# committed, so that the run survives the loss of OUT (scripts/long_run_snapshot.py: bf16 weights and second moment).
+# A pause saves it; a start whose OUT has no checkpoint, or an older one, continues from it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bertrain}
@@ -45,11 +48,17 @@ on_term() {
   trap '' TERM INT
   kill -TERM $(descendants $$) 2>/dev/null || true
   wait || true
+  save_snapshot
   say "paused by a signal: run the same command to continue"
   exit 143
 }
 trap on_term TERM INT
 bg() { "$@" & wait $!; }  # a child in the background, so that a signal reaches on_term at once
+SNAPSHOT=${SNAPSHOT-data/long-run-snapshot}
+save_snapshot() {
+  [ -n "$SNAPSHOT" ] && [ ! -f "$OUT/TRAINED" ] || return 0
+  /usr/bin/python3 scripts/long_run_snapshot.py save "$OUT" "$SNAPSHOT" 2>&1 | tee -a "$OUT/stop_rule.log" || true
+}
 
 # ---- data ----
 . scripts/shards.sh
@@ -67,6 +76,25 @@ if [ "${INIT:-}" = unigram ]; then  # phase 1 alone, one step at lr 0: the recip
   args+=(--init_checkpoint="$D/init-unigram")
 fi
 
+# ---- a lost run continues from the committed snapshot ----
+snapshot_step() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["global_step"])' "$1/SNAPSHOT.json"; }
+newest_ckpt() {  # the newest complete checkpoint-N (as the trainer's --resume chooses it), or nothing
+  local n
+  n=$(ls "$RUN" 2>/dev/null | sed -n 's/^checkpoint-\([0-9]\{1,\}\)$/\1/p' | sort -n | while read -r k; do
+        [ -f "$RUN/checkpoint-$k/trainer_state.json" ] && echo "$k"; done | tail -1)
+  [ -z "$n" ] || echo "$RUN/checkpoint-$n"
+}
+state_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/trainer_state.json" "$2"; }
+# A lost OUT (or one behind the committed snapshot, made on another machine) continues from the snapshot.
+if [ -n "$SNAPSHOT" ] && [ -f "$SNAPSHOT/SNAPSHOT.json" ] && [ ! -f "$OUT/TRAINED" ]; then
+  ck=$(newest_ckpt)
+  if [ -z "$ck" ] || [ "$(state_field "$ck" global_step)" -lt "$(snapshot_step "$SNAPSHOT")" ]; then
+    [ -d "$RUN" ] && mv "$RUN" "$RUN.superseded-$(date -u +%Y%m%dT%H%M%S)"
+    /usr/bin/python3 scripts/long_run_snapshot.py restore "$SNAPSHOT" "$OUT"
+    say "continuing from the snapshot $SNAPSHOT (global step $(snapshot_step "$SNAPSHOT"))"
+  fi
+fi
+
 # ---- the projection first (issue 16: every run starts with `bertrain estimate` of its budget) ----
 if [ ! -s "$OUT/estimate.txt" ]; then
   bg nice "$BIN" "${thr[@]}" estimate "${args[@]}" "$@" > "$OUT/estimate.txt.tmp"
@@ -75,13 +103,6 @@ if [ ! -s "$OUT/estimate.txt" ]; then
 fi
 
 # ---- train, with the stop rule watching every evaluation ----
-newest_ckpt() {  # the newest complete checkpoint-N (as the trainer's --resume chooses it), or nothing
-  local n
-  n=$(ls "$RUN" 2>/dev/null | sed -n 's/^checkpoint-\([0-9]\{1,\}\)$/\1/p' | sort -n | while read -r k; do
-        [ -f "$RUN/checkpoint-$k/trainer_state.json" ] && echo "$k"; done | tail -1)
-  [ -n "$n" ] && echo "$RUN/checkpoint-$n"
-}
-state_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/trainer_state.json" "$2"; }
 eval_phase() {  # "PHASE LATER": the phase of the newest evaluation's step, and 1 if a later phase has begun since
   /usr/bin/python3 -c '
 import json, sys

@@ -9,8 +9,8 @@ order and the GLUE QNLI layout (header `index\tquestion\tsentence\tlabel`, the o
 `bertrain run-classifier --task_name QNLI --data_dir OUT` reads them as they are.
 
 The data are CC BY-SA 4.0 (QNLI is derived from SQuAD v1.1; see ../shared/data/glue_qnli_dev/SOURCE.md); the
-script writes a SOURCE.md with the attribution next to the split. The split is not committed to the repository:
-regenerate it with
+script writes a SOURCE.md with the attribution next to the split. The default split is committed as data/qnli (for
+the slow test qnli_committed_model; its SOURCE.md adds the attribution); regenerate it with
 
     /usr/bin/python3 scripts/split_qnli.py OUT_DIR [--qnli PATH] [--squad PATH] [--every N] [--offset K]
 
