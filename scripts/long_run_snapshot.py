@@ -15,7 +15,7 @@ so this keeps a near-exact one of 45 MB in the repository:
                    seeds are identical, and trainer_state.json holds the data cursor). The weights and exp_avg_sq
                    come back as f32 (the bf16 values), exp_avg as zeros.
 
-What the restore changes, against an exact resume: every weight moves by at most 2^-9 of itself (bf16 rounding;
+What the restore changes, against an exact resume: every weight moves by at most 2^-8 of itself (bf16 rounding;
 the bf16 recipe's products see the same bf16 values), and for about 20 steps AdamW's update is smaller than
 it would be (exp_avg restarts from 0 while the bias correction stays at step N: the first update is 0.1 of
 the usual size, after k steps 1 - 0.9^k), a self-warming restart. The snapshot says that it is one (SNAPSHOT.json).
