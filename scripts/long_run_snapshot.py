@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-RUN_FILES = ["stop_rule.log", "estimate.txt", "phase1_cut", "fired-phase1", "fired-phase2"]
+RUN_FILES = ["stop_rule.log", "estimate.txt", "wall.log", "phase1_cut", "fired-phase1", "fired-phase2"]
 CKPT_FILES = ["trainer_state.json", "config.json", "recipe.json", "vocab.txt", "special_tokens_map.json",
               "tokenizer_config.json"]
 

@@ -24,6 +24,9 @@
 # SNAPSHOT (default data/long-run-snapshot, in the clone; empty: none): a 45 MB near-exact snapshot that is
 # committed, so that the run survives the loss of OUT (scripts/long_run_snapshot.py: bf16 weights and second moment).
 # A pause saves it; a start whose OUT has no checkpoint, or an older one, continues from it.
+# MODEL_DIR (default data/checkpoints/bert-mini-en, in the clone; empty: none): at the end, the final model's weights,
+# config.json, vocab.txt and a SOURCE.md with the recipe, corpus, steps, hours and held-out numbers
+# (scripts/long_run_model_card.py), to be committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bertrain}
@@ -48,13 +51,22 @@ on_term() {
   trap '' TERM INT
   kill -TERM $(descendants $$) 2>/dev/null || true
   wait || true
+  segment end
   save_snapshot
   say "paused by a signal: run the same command to continue"
   exit 143
 }
 trap on_term TERM INT
 bg() { "$@" & wait $!; }  # a child in the background, so that a signal reaches on_term at once
+# OUT/wall.log: "start|end EPOCH ISO-TIME" around each trainer segment (the model card's wall time sums them).
+in_segment=0
+segment() {
+  [ "$1" = start ] || [ "$in_segment" = 1 ] || return 0
+  echo "$1 $(date +%s) $(date -u +%FT%TZ)" >> "$OUT/wall.log"
+  if [ "$1" = start ]; then in_segment=1; else in_segment=0; fi
+}
 SNAPSHOT=${SNAPSHOT-data/long-run-snapshot}
+MODEL_DIR=${MODEL_DIR-data/checkpoints/bert-mini-en}
 save_snapshot() {
   [ -n "$SNAPSHOT" ] && [ ! -f "$OUT/TRAINED" ] || return 0
   /usr/bin/python3 scripts/long_run_snapshot.py save "$OUT" "$SNAPSHOT" 2>&1 | tee -a "$OUT/stop_rule.log" || true
@@ -133,6 +145,7 @@ while [ ! -f "$OUT/TRAINED" ]; do
   [ -f "$OUT/fired-phase1" ] && [ ! -f "$OUT/phase1_cut" ] && cut_phase1
   cut=(); [ -f "$OUT/phase1_cut" ] && [ "$(cat "$OUT/phase1_cut")" != none ] && cut=(--phases.1.num_train_steps="$(cat "$OUT/phase1_cut")")
   resume=(); [ -f "$RUN/recipe.json" ] && resume=(--resume)
+  segment start
   nice "$BIN" "${thr[@]}" pretrain "${args[@]}" --no_progress "${cut[@]}" "${resume[@]}" "$@" >> "$OUT/train.log" 2>&1 &
   pid=$!
   evals=0 fired=""
@@ -154,6 +167,7 @@ while [ ! -f "$OUT/TRAINED" ]; do
     fi
   done
   rc=0; wait "$pid" || rc=$?
+  segment end
   if [ -n "$fired" ]; then
     [ "$rc" -eq 0 ] || [ "$rc" -eq 143 ] || { say "the trainer exited with $rc after the stop rule's SIGTERM (see $OUT/train.log)"; exit "$rc"; }
     continue  # the top of the loop carries the decision out
@@ -195,3 +209,5 @@ PY
 done > "$OUT/final_eval/summary.txt.tmp"
 mv "$OUT/final_eval/summary.txt.tmp" "$OUT/final_eval/summary.txt"
 cat "$OUT/final_eval/summary.txt"
+# ---- the model for the repository (issue 16: committed once, at most 50 MB) ----
+[ -z "$MODEL_DIR" ] || /usr/bin/python3 scripts/long_run_model_card.py "$OUT" "$MODEL_DIR"
