@@ -7,7 +7,8 @@ the hours of training (the steps' own times, as scripts/stop_rule.py counts them
 segments (OUT/wall.log), the stop rule's decisions, and the held-out numbers per corpus (OUT/final_eval) against
 their unigram entropies (OUT/data/*.unigram.txt).
 
-Usage: long_run_model_card.py OUT MODEL_DIR      (Debian's python3; run by scripts/pretrain_long_run.sh at the end)
+Usage: long_run_model_card.py OUT MODEL_DIR CONFIG   (Debian's python3; run by scripts/pretrain_long_run.sh at the end;
+CONFIG: the recipe the run was started with, whose planned steps a phase cut by the stop rule does not change)
 Exit code 2 when OUT lacks the final model or its evaluations.
 """
 import json
@@ -54,10 +55,11 @@ def unigram(path):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         print(__doc__.strip().split("\n\n")[-1], file=sys.stderr)
         return 2
-    out, dst = sys.argv[1:]
+    out, dst, config = sys.argv[1:]
+    planned = [ph["num_train_steps"] for ph in json.load(open(config))["phases"]]
     final = os.path.join(out, "final")
     for f in ("model.safetensors", "config.json", "vocab.txt", "trainer_state.json"):
         if not os.path.isfile(os.path.join(final, f)):
@@ -82,7 +84,7 @@ def main():
     wall, unmatched = wall_hours(os.path.join(out, "wall.log"))
     cut = open(os.path.join(out, "phase1_cut")).read().strip() if os.path.exists(os.path.join(out, "phase1_cut")) else None
     decisions = [l.rstrip("\n") for l in open(os.path.join(out, "stop_rule.log"))
-                 if re.search(r"fires|stop and report|phase 1 ends|run ends|both phases finished|snapshot", l)] \
+                 if re.search(r"fires|stop and report|phase 1 ends|run ends|both phases finished|continuing from", l)] \
         if os.path.exists(os.path.join(out, "stop_rule.log")) else []
 
     tmp = dst.rstrip("/") + ".tmp"
@@ -107,13 +109,15 @@ def main():
              % (recipe["optimizer"]["name"], recipe["optimizer"]["beta1"], recipe["optimizer"]["beta2"],
                 recipe["optimizer"]["eps"], recipe["optimizer"]["weight_decay"], recipe["optimizer"]["clip_grad_norm"],
                 recipe.get("bf16"), recipe.get("unpad", "auto")))
-    L.append("  next-sentence prediction: %s; seed %s; start: the unigram bias (`INIT=unigram`, scripts/unigram_bias_init.py)."
-             % (recipe.get("next_sentence"), recipe.get("seed")))
+    init = recipe.get("init_checkpoint") or ""
+    L.append("  next-sentence prediction: %s; seed %s; start: %s." % (recipe.get("next_sentence"), recipe.get("seed"),
+             "the unigram bias (`INIT=unigram`, scripts/unigram_bias_init.py)" if init.endswith("init-unigram")
+             else ("`%s`" % init if init else "random initialisation")))
     for i, ph in enumerate(phases, 1):
         L.append("- Phase %d: length %d, global batch %d (micro-batch %d), peak lr %g, warmup %s, %s decay, %d steps planned,"
                  " %d run%s." % (i, ph["max_seq_length"], ph["train_batch_size"], ph.get("micro_batch_size", 0),
                                  ph["learning_rate"], ph.get("warmup_proportion"), ph.get("decay", "poly"),
-                                 ph["num_train_steps"], per_phase.get(i, 0),
+                                 planned[i - 1] if i <= len(planned) else ph["num_train_steps"], per_phase.get(i, 0),
                                  " (cut by the stop rule at step %s)" % cut if i == 1 and cut not in (None, "none") else ""))
     L.append("- Global steps: %d. Hours of training (the steps' own times): %.2f. Wall time of the trainer segments"
              " (evaluations and checkpoints included, pauses not): %s%s.\n"
@@ -137,7 +141,7 @@ def main():
         L.append("\n## The stop rule and the run's log (OUT/stop_rule.log)")
         L.extend("    " + d for d in decisions[-12:])
     L.append("\nRegenerate: `scripts/pretrain_long_run.sh` (README, \"The long run\"); this file: "
-             "`scripts/long_run_model_card.py OUT %s`." % dst)
+             "`scripts/long_run_model_card.py OUT %s %s`." % (dst, config))
     with open(os.path.join(tmp, "SOURCE.md"), "w") as f:
         f.write("\n".join(L) + "\n")
     shutil.rmtree(dst, ignore_errors=True)

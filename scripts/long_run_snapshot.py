@@ -5,12 +5,12 @@ A session's processes end when it stops, and the machine may come back without .
 An exact checkpoint of bert-mini is 135 MB (f32 weights and both AdamW moments), too much to commit at every stop,
 so this keeps a near-exact one of 45 MB in the repository:
 
-  save OUT DIR     the newest complete checkpoint of OUT/run saved between two steps (the trainer's periodic ones,
-                   not the mid-step one a SIGTERM writes) -> DIR: the weights and AdamW's second moment
+  save OUT DIR CONFIG     the newest checkpoint of OUT/run (one saved by SIGTERM in the middle of a step is
+                   rewound to the step's start: its partial gradient sum is dropped) -> DIR: the weights and AdamW's second moment
                    (exp_avg_sq) rounded to bf16 (round to nearest even), trainer_state.json, config.json, the run's
                    metrics.jsonl up to that step, and the long run's own files (stop_rule.log, estimate.txt, the stop
                    rule's decisions). The first moment (exp_avg) is not kept.
-  restore DIR OUT  (only into an OUT without a checkpoint) -> OUT/run/checkpoint-N, from which
+  restore DIR OUT CONFIG  (only into an OUT without a checkpoint) -> OUT/run/checkpoint-N, from which
                    `pretrain_long_run.sh` continues with --resume at step N (the shards it makes again from the same
                    seeds are identical, and trainer_state.json holds the data cursor). The weights and exp_avg_sq
                    come back as f32 (the bf16 values), exp_avg as zeros.
@@ -20,8 +20,12 @@ the bf16 recipe's products see the same bf16 values), and for about 20 steps Ada
 it would be (exp_avg restarts from 0 while the bias correction stays at step N: the first update is 0.1 of
 the usual size, after k steps 1 - 0.9^k), a self-warming restart. The snapshot says that it is one (SNAPSHOT.json).
 
-Usage: long_run_snapshot.py save OUT DIR | restore DIR OUT      (Debian's python3 and numpy)
-Exit codes: 0 done, 1 nothing to do (no checkpoint to save; OUT already has one), 2 bad input.
+CONFIG is the run's recipe (pretrain_long_run.sh's CONFIG): a snapshot is saved over, and restored into, only the run
+of the same CONFIG, and a save never replaces a snapshot that is further on.
+
+Usage: long_run_snapshot.py save OUT DIR CONFIG | restore DIR OUT CONFIG      (Debian's python3 and numpy)
+Exit codes: 0 done, 1 nothing to do (no checkpoint to save; the snapshot is further on; OUT already has a
+checkpoint), 2 bad input (another run's snapshot, unreadable files).
 """
 import json
 import lzma
@@ -92,20 +96,30 @@ def bf16_to_f32(raw):
     return (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).tobytes()
 
 
-def newest_checkpoint(run, step_boundary=False):
-    """The newest complete checkpoint-N of run, or None. step_boundary: only one saved between two optimizer steps
-    (a SIGTERM mid-step saves the partial gradient sum too, 45 MB more, which the snapshot does not keep)."""
+def newest_checkpoint(run):
+    """The newest complete checkpoint-N of run (as the trainer's --resume chooses it), or None."""
     steps = []
     for d in os.listdir(run) if os.path.isdir(run) else []:
         m = re.fullmatch(r"checkpoint-(\d+)", d)
-        state = os.path.join(run, d, "trainer_state.json")
-        if not m or not os.path.isfile(state):
-            continue
-        if step_boundary and (json.load(open(state)).get("micro_batch_index", 0) != 0
-                              or os.path.exists(os.path.join(run, d, "partial_gradients.safetensors"))):
-            continue
-        steps.append(int(m.group(1)))
+        if m and os.path.isfile(os.path.join(run, d, "trainer_state.json")):
+            steps.append(int(m.group(1)))
     return os.path.join(run, "checkpoint-%d" % max(steps)) if steps else None
+
+
+def rewind_to_step_start(state):
+    """A checkpoint saved by SIGTERM in the middle of a gradient-accumulation step holds the weights and moments
+    after the last complete step, plus the partial gradient sum of the unfinished one (partial_gradients.safetensors,
+    not kept here). Dropping that sum and rewinding the step's micro-batch index and data cursor to 0 makes it a
+    checkpoint of the step's start, from which --resume runs the whole step again on the same micro-batches (as the
+    trainer does when a phase ends mid-step). Returns the number of micro-batches dropped."""
+    k = int(state.get("micro_batch_index", 0))
+    if k:
+        state["micro_batch_index"] = 0
+        state["partial_losses"] = []
+        cursor = state.get("data_cursor", {})
+        if "micro" in cursor:
+            cursor["micro"] = 0
+    return k
 
 
 def metrics_upto(path, step):
@@ -121,15 +135,33 @@ def metrics_upto(path, step):
     return "".join(keep)
 
 
-def save(out, dst):
-    ck = newest_checkpoint(os.path.join(out, "run"), step_boundary=True)
+def snapshot_info(path):
+    """SNAPSHOT.json of the snapshot at path (or at path.old, left by a save killed half-way), or None."""
+    for d in (path, path.rstrip("/") + ".old"):
+        if os.path.isfile(os.path.join(d, "SNAPSHOT.json")):
+            return dict(json.load(open(os.path.join(d, "SNAPSHOT.json"))), dir=d)
+    return None
+
+
+def save(out, dst, config):
+    ck = newest_checkpoint(os.path.join(out, "run"))
     if ck is None:
-        print("long_run_snapshot.py: no checkpoint between two steps in %s/run: nothing saved" % out, file=sys.stderr)
+        print("long_run_snapshot.py: no checkpoint in %s/run: nothing saved" % out, file=sys.stderr)
         return 1
     state = json.load(open(os.path.join(ck, "trainer_state.json")))
     step = state["global_step"]
     if state["recipe"]["optimizer"]["name"] != "adamw":
         fail("%s: optimizer %s; the snapshot keeps AdamW's exp_avg_sq only" % (ck, state["recipe"]["optimizer"]["name"]))
+    old = snapshot_info(dst)
+    if old is not None:
+        if old.get("config") != config:
+            fail("%s holds a snapshot of the run with CONFIG %s, not %s: not replaced (another SNAPSHOT= for this run)"
+                 % (dst, old.get("config"), config))
+        if old["global_step"] > step:
+            print("long_run_snapshot.py: %s is at global step %d, ahead of %s: not replaced" % (dst, old["global_step"], ck),
+                  file=sys.stderr)
+            return 1
+    dropped = rewind_to_step_start(state)
     tmp = dst.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
@@ -141,33 +173,46 @@ def save(out, dst):
     if len(v) != len(model) or any(dt != "F32" for dt, _, _ in opt.values()):
         fail("%s/optimizer.safetensors: expected F32 exp_avg and exp_avg_sq for each of %d tensors" % (ck, len(model)))
     write_st(os.path.join(tmp, "exp_avg_sq.bf16.safetensors"), v, ometa)
-    for f in CKPT_FILES:
+    for f in CKPT_FILES[1:]:
         shutil.copy(os.path.join(ck, f), tmp)
+    with open(os.path.join(tmp, "trainer_state.json"), "w") as f:
+        json.dump(state, f, indent=2)
+        f.write("\n")
     with lzma.open(os.path.join(tmp, "metrics.jsonl.xz"), "wt") as f:
         f.write(metrics_upto(os.path.join(out, "run", "metrics.jsonl"), step))
     for f in RUN_FILES:
         if os.path.exists(os.path.join(out, f)):
             shutil.copy(os.path.join(out, f), tmp)
-    info = {"global_step": step, "phase": state["phase"], "phase_step": state["phase_step"],
+    info = {"global_step": step, "phase": state["phase"], "phase_step": state["phase_step"], "config": config,
+            "micro_batches_dropped": dropped,
             "from": os.path.abspath(ck), "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "exact": False, "what": "weights and exp_avg_sq in bf16, exp_avg not kept (scripts/long_run_snapshot.py)"}
     with open(os.path.join(tmp, "SNAPSHOT.json"), "w") as f:
         json.dump(info, f, indent=2)
         f.write("\n")
-    shutil.rmtree(dst, ignore_errors=True)
+    # Replace dst without a moment where no complete snapshot exists: dst -> dst.old, tmp -> dst, remove dst.old
+    # (a kill in between leaves dst.old, which restore falls back to).
+    shutil.rmtree(dst + ".old", ignore_errors=True)
+    if os.path.exists(dst):
+        os.replace(dst, dst + ".old")
     os.replace(tmp, dst)
+    shutil.rmtree(dst + ".old", ignore_errors=True)
     print("saved %s (global step %d, phase %d step %d) to %s" % (ck, step, state["phase"], state["phase_step"], dst))
     return 0
 
 
-def restore(src, out):
+def restore(src, out, config):
     run = os.path.join(out, "run")
     if newest_checkpoint(run) is not None:
         print("long_run_snapshot.py: %s already has a checkpoint: not restored" % run, file=sys.stderr)
         return 1
-    info_path = os.path.join(src, "SNAPSHOT.json")
-    if not os.path.isfile(info_path):
+    info = snapshot_info(src)
+    if info is None:
         fail("%s: no SNAPSHOT.json" % src)
+    if info.get("config") != config:
+        fail("%s is a snapshot of the run with CONFIG %s, not %s: not restored" % (src, info.get("config"), config))
+    src = info["dir"]
+    info_path = os.path.join(src, "SNAPSHOT.json")
     step = json.load(open(info_path))["global_step"]
     ck = os.path.join(run, "checkpoint-%d" % step)
     tmp = ck + ".tmp"
@@ -204,10 +249,15 @@ def restore(src, out):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("save", "restore"):
+    if len(sys.argv) != 5 or sys.argv[1] not in ("save", "restore"):
         print(__doc__.strip().split("\n\n")[-2], file=sys.stderr)
         return 2
-    return save(sys.argv[2], sys.argv[3]) if sys.argv[1] == "save" else restore(sys.argv[2], sys.argv[3])
+    try:
+        if sys.argv[1] == "save":
+            return save(sys.argv[2], sys.argv[3], sys.argv[4])
+        return restore(sys.argv[2], sys.argv[3], sys.argv[4])
+    except (OSError, ValueError, KeyError) as e:  # unreadable input: 2, never the "nothing to do" of 1
+        fail("%s: %s" % (type(e).__name__, e))
 
 
 if __name__ == "__main__":

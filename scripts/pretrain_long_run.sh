@@ -23,7 +23,9 @@
 # MIN_RATE (default 0.02 nats per hour), WINDOW (default 1 hour of training), THREADS (default: all cores),
 # SNAPSHOT (default data/long-run-snapshot, in the clone; empty: none): a 45 MB near-exact snapshot that is
 # committed, so that the run survives the loss of OUT (scripts/long_run_snapshot.py: bf16 weights and second moment).
-# A pause saves it; a start whose OUT has no checkpoint, or an older one, continues from it.
+# Each evaluation and each pause save it (commit it at each stop: `git add data/long-run-snapshot`; every commit of
+# it adds about 45 MB to the history); a start whose OUT has no checkpoint, or an older one, continues from it.
+# Set SNAPSHOT= (empty) for a separate run of the same CONFIG.
 # MODEL_DIR (default data/checkpoints/bert-mini-en, in the clone; empty: none): at the end, the final model's weights,
 # config.json, vocab.txt and a SOURCE.md with the recipe, corpus, steps, hours and held-out numbers
 # (scripts/long_run_model_card.py), to be committed.
@@ -56,7 +58,6 @@ on_term() {
   say "paused by a signal: run the same command to continue"
   exit 143
 }
-trap on_term TERM INT
 bg() { "$@" & wait $!; }  # a child in the background, so that a signal reaches on_term at once
 # OUT/wall.log: "start|end EPOCH ISO-TIME" around each trainer segment (the model card's wall time sums them).
 in_segment=0
@@ -69,8 +70,10 @@ SNAPSHOT=${SNAPSHOT-data/long-run-snapshot}
 MODEL_DIR=${MODEL_DIR-data/checkpoints/bert-mini-en}
 save_snapshot() {
   [ -n "$SNAPSHOT" ] && [ ! -f "$OUT/TRAINED" ] || return 0
-  /usr/bin/python3 scripts/long_run_snapshot.py save "$OUT" "$SNAPSHOT" 2>&1 | tee -a "$OUT/stop_rule.log" || true
+  /usr/bin/python3 scripts/long_run_snapshot.py save "$OUT" "$SNAPSHOT" "$CONFIG" >> "$OUT/snapshot.log" 2>&1 || true
+  tail -1 "$OUT/snapshot.log"
 }
+trap on_term TERM INT   # after everything on_term calls is defined
 
 # ---- data ----
 . scripts/shards.sh
@@ -97,13 +100,15 @@ newest_ckpt() {  # the newest complete checkpoint-N (as the trainer's --resume c
   [ -z "$n" ] || echo "$RUN/checkpoint-$n"
 }
 state_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1/trainer_state.json" "$2"; }
-# A lost OUT (or one behind the committed snapshot, made on another machine) continues from the snapshot.
-if [ -n "$SNAPSHOT" ] && [ -f "$SNAPSHOT/SNAPSHOT.json" ] && [ ! -f "$OUT/TRAINED" ]; then
+# A lost OUT (or one behind the committed snapshot, made on another machine) continues from the snapshot (or from
+# SNAPSHOT.old, which a save killed half-way leaves). The snapshot must be of this CONFIG (long_run_snapshot.py checks).
+snap=$SNAPSHOT; [ -n "$snap" ] && [ ! -f "$snap/SNAPSHOT.json" ] && snap=$SNAPSHOT.old
+if [ -n "$SNAPSHOT" ] && [ -f "$snap/SNAPSHOT.json" ] && [ ! -f "$OUT/TRAINED" ]; then
   ck=$(newest_ckpt)
-  if [ -z "$ck" ] || [ "$(state_field "$ck" global_step)" -lt "$(snapshot_step "$SNAPSHOT")" ]; then
+  if [ -z "$ck" ] || [ "$(state_field "$ck" global_step)" -lt "$(snapshot_step "$snap")" ]; then
     [ -d "$RUN" ] && mv "$RUN" "$RUN.superseded-$(date -u +%Y%m%dT%H%M%S)"
-    /usr/bin/python3 scripts/long_run_snapshot.py restore "$SNAPSHOT" "$OUT"
-    say "continuing from the snapshot $SNAPSHOT (global step $(snapshot_step "$SNAPSHOT"))"
+    /usr/bin/python3 scripts/long_run_snapshot.py restore "$SNAPSHOT" "$OUT" "$CONFIG"
+    say "continuing from the snapshot $snap (global step $(snapshot_step "$snap"))"
   fi
 fi
 
@@ -157,6 +162,7 @@ while [ ! -f "$OUT/TRAINED" ]; do
     read -r phase later < <(eval_phase) || continue
     [ "$later" = 1 ] && continue                                     # that phase has ended already
     [ "$phase" = 1 ] && [ -f "$OUT/phase1_cut" ] && continue          # phase 1's end, already decided
+    save_snapshot > /dev/null                                        # the newest checkpoint, into the clone
     rc=0; line=$(/usr/bin/python3 scripts/stop_rule.py "$RUN" --phase "$phase" --min_rate "$MIN_RATE" --window "$WINDOW" 2>&1) || rc=$?
     say "phase $phase: $line"
     if [ "$rc" -eq 1 ] && grep -q 'stop and report' <<<"$line"; then
@@ -210,4 +216,4 @@ done > "$OUT/final_eval/summary.txt.tmp"
 mv "$OUT/final_eval/summary.txt.tmp" "$OUT/final_eval/summary.txt"
 cat "$OUT/final_eval/summary.txt"
 # ---- the model for the repository (issue 16: committed once, at most 50 MB) ----
-[ -z "$MODEL_DIR" ] || /usr/bin/python3 scripts/long_run_model_card.py "$OUT" "$MODEL_DIR"
+[ -z "$MODEL_DIR" ] || /usr/bin/python3 scripts/long_run_model_card.py "$OUT" "$MODEL_DIR" "$CONFIG"
