@@ -19,12 +19,12 @@ Registrar reg{{"run-ner",
                  sub.add_option("--test_file", o->test_file, "file to predict with --do_predict");
                  sub.add_option("--data_format", o->data_format, "auto (by extension), conll, iob2 (UNER) or conllu")
                      ->capture_default_str();
-                 sub.add_option("--label_column", o->label_column, "CoNLL-U: upos or xpos")->capture_default_str();
+                 sub.add_option("--label_column", o->label_column, "CoNLL-U only: upos (default) or xpos");
                  sub.add_option("--tag_scheme", o->tag_scheme,
                                 "the files' tags: iob1, iob2, iobes or none (plain labels); auto: none for CoNLL-U, "
                                 "iob2 otherwise")
                      ->capture_default_str();
-                 sub.add_option("--model_tag_scheme", o->model_tag_scheme, "scheme the model is trained in: iob2 or iobes")
+                 sub.add_option("--model_tag_scheme", o->model_tag_scheme, "scheme the model is trained in: iob2, iobes, or auto (the init checkpoint's id2label, else iob2)")
                      ->capture_default_str();
                  sub.add_option("--doc_stride", o->doc_stride, "next window of a long sentence starts this many pieces later")
                      ->capture_default_str();

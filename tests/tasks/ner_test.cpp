@@ -262,6 +262,13 @@ TEST(NerReader, UnerAndConllu) {
   EXPECT_EQ(f.sentences[0].labels, (S{"AUX", "PART", "VERB"}));
   o.label_column = "xpos";
   EXPECT_EQ(parse_ner_text(u, o, "ewt.conllu").sentences[0].labels, (S{"VBP", "RB", "VB"}));
+  // --label_column chooses a CoNLL-U column only: given for another format it would be ignored, so it stops the run.
+  o.scheme = TagScheme::iob2;
+  for (NerFormat fmt : {NerFormat::conll, NerFormat::iob2}) {
+    o.format = fmt;
+    const std::string err = error_of([&] { parse_ner_text("Oslo\tB-LOC\n", o, "wnut.conll"); });
+    EXPECT_NE(err.find("wnut.conll: --label_column 'xpos' applies to CoNLL-U files only"), std::string::npos) << err;
+  }
 }
 
 // ---- features ----
@@ -481,6 +488,34 @@ TEST(RunNer, TrainEvaluatePredictAndLabelsByName) {
   e.validation_file = (dir / "bad.conll").string();
   const std::string err = error_of([&] { run_ner(e); });
   EXPECT_NE(err.find("bad.conll:2: label 'B-ORG' is not one of the model's 5 labels"), std::string::npos) << err;
+  // The checkpoint's labels are IOB2: asking for IOBES stops the run instead of decoding its outputs wrongly.
+  e.validation_file = o.validation_file;
+  e.model_tag_scheme = "iobes";
+  const std::string contra = error_of([&] { run_ner(e); });
+  EXPECT_NE(contra.find("--model_tag_scheme iobes contradicts the checkpoint: its id2label is in iob2"),
+            std::string::npos) << contra;
+  // Trained in IOBES, the checkpoint's labels say so, and its evaluation without the flag (auto) is the one in IOBES.
+  // (In IOB2 the dev file's B-LOC would stay B-LOC, not the model's S-LOC: a higher loss, a wrong target to train on.)
+  RunNerOptions b = o;
+  b.do_predict = false;
+  b.model_tag_scheme = "iobes";
+  b.finetune.output_dir = (dir / "out_iobes").string();
+  const RunNerResult rb = run_ner(b);
+  EXPECT_DOUBLE_EQ(rb.training.best_metric, 1.0);  // best/ holds a model that finds the one dev entity
+  const BertConfig saved_b = load_bert_config((dir / "out_iobes" / "best" / "config.json").string());
+  EXPECT_EQ(saved_b.id2label,
+            (S{"B-LOC", "B-PER", "E-LOC", "E-PER", "I-LOC", "I-PER", "O", "S-LOC", "S-PER"}));
+  e.init_checkpoint = (dir / "out_iobes" / "best").string();
+  e.finetune.output_dir = (dir / "eval_iobes").string();
+  const auto want = run_ner(e).eval_metrics;  // still "iobes"
+  e.model_tag_scheme = "auto";
+  const auto got = run_ner(e).eval_metrics;
+  EXPECT_DOUBLE_EQ(got.at("eval_f1"), 1.0);
+  EXPECT_DOUBLE_EQ(got.at("eval_loss"), want.at("eval_loss"));
+  e.model_tag_scheme = "iob2";
+  const std::string contra2 = error_of([&] { run_ner(e); });
+  EXPECT_NE(contra2.find("--model_tag_scheme iob2 contradicts the checkpoint: its id2label is in iobes"),
+            std::string::npos) << contra2;
   fs::remove_all(dir);
 }
 

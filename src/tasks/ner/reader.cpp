@@ -54,8 +54,12 @@ std::vector<std::string_view> split_spaces(std::string_view s) {
 }  // namespace
 
 NerFile parse_ner_text(std::string_view text, const NerReadOptions& o, const std::string& source) {
-  BERTRAIN_CHECK(o.format != NerFormat::conllu || o.label_column == "upos" || o.label_column == "xpos",
+  BERTRAIN_CHECK(o.format != NerFormat::conllu || o.label_column.empty() || o.label_column == "upos" ||
+                     o.label_column == "xpos",
                  "--label_column must be upos or xpos for CoNLL-U, got '", o.label_column, "'");
+  BERTRAIN_CHECK(o.format == NerFormat::conllu || o.label_column.empty(), source, ": --label_column '", o.label_column,
+                 "' applies to CoNLL-U files only; the label of a ",
+                 o.format == NerFormat::iob2 ? "UNER .iob2 line is its third column" : "CoNLL line is its last column");
   NerFile f;
   f.path = source;
   NerSentence cur;
@@ -125,7 +129,7 @@ NerFile parse_ner_text(std::string_view text, const NerReadOptions& o, const std
           continue;
         }
         token = cols[1];
-        label = cols[o.label_column == "upos" ? 3 : 4];
+        label = cols[o.label_column == "xpos" ? 4 : 3];
       }
     }
     // Whitespace after a TAB-separated label (an editor's trailing spaces) is no part of it: Hugging Face's

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "bertrain/core/error.h"
@@ -144,6 +145,25 @@ std::string json_text(const std::map<std::string, double>& m, int64_t step) {
   return j.dump(2) + "\n";
 }
 
+// --model_tag_scheme: iob2 or iobes, or "auto". A checkpoint finetuned by run-ner names its outputs (id2label), and
+// those names are in the scheme it was trained in: iobes has S- and E- labels for every entity type, iob2 none.
+TagScheme model_tag_scheme(const std::string& flag, const BertConfig& cfg) {
+  std::optional<TagScheme> from_checkpoint;
+  if (cfg.has_label_names()) {
+    from_checkpoint = TagScheme::iob2;
+    for (const auto& l : cfg.id2label)
+      if (l.size() > 2 && (l.compare(0, 2, "S-") == 0 || l.compare(0, 2, "E-") == 0)) from_checkpoint = TagScheme::iobes;
+  }
+  if (flag == "auto") return from_checkpoint.value_or(TagScheme::iob2);
+  const TagScheme s = parse_tag_scheme(flag);
+  BERTRAIN_CHECK(s == TagScheme::iob2 || s == TagScheme::iobes, "--model_tag_scheme must be auto, iob2 or iobes, got ",
+                 flag);
+  BERTRAIN_CHECK(!from_checkpoint || *from_checkpoint == s, "--model_tag_scheme ", flag, " contradicts the checkpoint: ",
+                 "its id2label is in ", tag_scheme_name(*from_checkpoint), " (", s == TagScheme::iobes ? "no" : "an",
+                 " S- or E- label); leave the flag out (auto) to use the checkpoint's scheme");
+  return s;
+}
+
 }  // namespace
 
 RunNerResult run_ner(const RunNerOptions& o) {
@@ -178,13 +198,10 @@ RunNerResult run_ner(const RunNerOptions& o) {
   fo.doc_stride = o.doc_stride;
   fo.label_all_tokens = o.label_all_tokens;
   fo.file_scheme = scheme;
-  fo.model_scheme = scheme == TagScheme::none ? TagScheme::none : parse_tag_scheme(o.model_tag_scheme);
-  BERTRAIN_CHECK(fo.model_scheme == TagScheme::none || fo.model_scheme == TagScheme::iob2 ||
-                     fo.model_scheme == TagScheme::iobes,
-                 "--model_tag_scheme must be iob2 or iobes, got ", o.model_tag_scheme);
+  BertConfig cfg = tasks::finetune_model_config(o);
+  fo.model_scheme = scheme == TagScheme::none ? TagScheme::none : model_tag_scheme(o.model_tag_scheme, cfg);
   fo.validate();
 
-  BertConfig cfg = tasks::finetune_model_config(o);
   LabelList labels;
   if (cfg.has_label_names()) {
     // C43: a finetuned checkpoint names its outputs; its order is the model's, labels are found by name.

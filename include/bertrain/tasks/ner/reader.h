@@ -39,8 +39,8 @@ struct NerSentence {
 
 struct NerReadOptions {
   NerFormat format = NerFormat::conll;
-  /// conllu only: "upos" or "xpos".
-  std::string label_column = "upos";
+  /// conllu only: "upos" or "xpos"; empty: "upos". Any other format throws when it is not empty.
+  std::string label_column;
   /// Every label must be well-formed in this scheme (tag_problem); `none` accepts any label.
   TagScheme scheme = TagScheme::iob2;
 };

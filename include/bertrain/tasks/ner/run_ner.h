@@ -57,10 +57,15 @@ struct RunNerOptions : tasks::FinetuneCommandOptions {
   bool tokenize_chinese_chars = true;
   std::string train_file, validation_file, test_file;  ///< Hugging Face run_ner's names
   std::string data_format = "auto";  ///< auto, conll, iob2, conllu (parse_ner_format)
-  std::string label_column = "upos";  ///< CoNLL-U: upos or xpos
+  /// CoNLL-U only: upos or xpos (empty: upos). Given for another format, run_ner throws: a CoNLL line's label is
+  /// its last column, a UNER .iob2 line's its third.
+  std::string label_column;
   /// The files' tag scheme: iob1, iob2, iobes or none; "auto": none for CoNLL-U, iob2 otherwise.
   std::string tag_scheme = "auto";
-  std::string model_tag_scheme = "iob2";  ///< the scheme the model is trained in (iob2 or iobes)
+  /// The scheme the model is trained in: iob2, iobes, or auto: the scheme of the init checkpoint's id2label when it
+  /// has one (iobes when a label starts with S- or E-, else iob2), iob2 otherwise. A scheme that contradicts the
+  /// checkpoint's labels throws.
+  std::string model_tag_scheme = "auto";
   int doc_stride = 128;
   bool label_all_tokens = false;
   bool return_entity_level_metrics = false;
