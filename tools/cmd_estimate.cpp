@@ -4,8 +4,10 @@
 // cost of the whole run.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "bertrain/autograd/variable.h"
 #include "bertrain/core/error.h"
@@ -42,6 +44,20 @@ int64_t eval_batches(const std::vector<int64_t>& shard_samples, int64_t batch, i
   return max_eval_steps > 0 ? std::min(b, max_eval_steps) : b;
 }
 
+// The median of n timed calls of f, in seconds. A median, not a mean: one call slowed by a transient (another
+// process ending, page faults of a first touch) moves a mean of a few calls by tens of percent.
+template <class F>
+double median_seconds(int n, F&& f) {
+  std::vector<double> t;
+  for (int k = 0; k < n; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
 int run(const std::string& config, const std::vector<std::string>& extras, double price, int micro_steps) {
   PretrainRecipe r = load_pretrain_recipe(config, parse_flag_overrides(extras, "estimate"));
   MatmulPrecisionGuard precision(r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
@@ -70,9 +86,7 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
     PretrainingTargets tg{b.masked_lm_positions, b.masked_lm_ids, b.masked_lm_weights, b.next_sentence_labels};
     tg.mlm_normalizer = 1.0;
     model.forward(in, tg).loss.backward();  // warm-up: primitive creation, allocator cache
-    auto t0 = std::chrono::steady_clock::now();
-    for (int k = 0; k < micro_steps; ++k) model.forward(in, tg).loss.backward();
-    const double t_micro = seconds_since(t0) / micro_steps;
+    const double t_micro = median_seconds(micro_steps, [&] { model.forward(in, tg).loss.backward(); });
     // The update as the trainer does it: global-norm clipping, then the optimizer. The first update allocates
     // the optimizer's moments, so one untimed update comes first.
     auto update = [&] {
@@ -80,9 +94,7 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
       opt->step(1e-4);
     };
     update();
-    auto t1 = std::chrono::steady_clock::now();
-    update();
-    const double t_opt = seconds_since(t1);
+    const double t_opt = median_seconds(micro_steps, update);
     opt->zero_grad();
     const double t_step = a * t_micro + t_opt;
     const int64_t n = p.schedule.num_train_steps;
@@ -97,9 +109,7 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
         NoGradGuard ng;
         model.eval();
         model.forward(in, tg);  // warm-up
-        auto t2 = std::chrono::steady_clock::now();
-        for (int k = 0; k < micro_steps; ++k) model.forward(in, tg);
-        t_fwd = seconds_since(t2) / micro_steps;
+        t_fwd = median_seconds(micro_steps, [&] { model.forward(in, tg); });
         model.train();
       }
       const double t_eval = static_cast<double>(batches) * t_fwd;
@@ -125,10 +135,11 @@ Registrar reg{{"estimate", "time a few steps of each phase of a recipe and proje
                [](CLI::App& sub) {
                  auto config = std::make_shared<std::string>();
                  auto price = std::make_shared<double>(0.0);
-                 auto steps = std::make_shared<int>(2);
+                 auto steps = std::make_shared<int>(5);
                  sub.add_option("--config", *config, "recipe JSON")->required();
                  sub.add_option("--price_per_hour", *price, "machine price per hour, for the cost line");
-                 sub.add_option("--micro_steps", *steps, "timed micro-batches per phase")->check(CLI::PositiveNumber);
+                 sub.add_option("--micro_steps", *steps, "timed micro-batches (and updates, and evaluation batches) per phase; each is timed alone and the "
+                                "median is used")->check(CLI::PositiveNumber);
                  sub.allow_extras();
                  sub.footer("Other flags override recipe keys as in pretrain: --key=value, --key value, or a bare "
                             "--flag (true); --phases.N.key for phase N.");
