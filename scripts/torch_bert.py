@@ -136,9 +136,10 @@ def linear(x, p, name):
 
 
 def forward(cfg, p, input_ids, token_type_ids, attention_mask, masked_lm_positions, masked_lm_ids,
-            masked_lm_weights, next_sentence_labels, layers_out=None):
+            masked_lm_weights, next_sentence_labels, layers_out=None, probs_out=None):
     """BertForPreTraining forward in eval mode (no dropout). Returns a dict of outputs and losses; `layers_out`, when
-    a list, receives the output of every encoder layer, first layer first."""
+    a list, receives the output of every encoder layer, first layer first; `probs_out` likewise every layer's
+    attention probabilities (B, NH, T, T)."""
     act = ACTIVATIONS[cfg["hidden_act"]]
     eps = cfg["layer_norm_eps"]
     B, T = input_ids.shape
@@ -162,6 +163,8 @@ def forward(cfg, p, input_ids, token_type_ids, attention_mask, masked_lm_positio
         v = heads(linear(x, p, pre + "attention.self.value"))
         scores = q @ k.transpose(-1, -2) / math.sqrt(HS) + add_mask
         probs = torch.softmax(scores, dim=-1)
+        if probs_out is not None:
+            probs_out.append(probs)
         ctx = (probs @ v).permute(0, 2, 1, 3).reshape(B, T, H)
         a = layer_norm(linear(ctx, p, pre + "attention.output.dense") + x,
                        p[pre + "attention.output.LayerNorm.weight"], p[pre + "attention.output.LayerNorm.bias"], eps)
