@@ -29,13 +29,20 @@ import torch_bert as tb  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("eval_shard")
-    ap.add_argument("checkpoints", nargs="+")
-    ap.add_argument("--sequences", type=int, default=64)
+    ap.add_argument("eval_shard", help="HDF5 shard of bertrain create-pretraining-data (NVIDIA's keys)")
+    ap.add_argument("checkpoints", nargs="+",
+                    help="pretraining checkpoint directories (model.safetensors, config.json) or .safetensors files")
+    ap.add_argument("--sequences", type=int, default=64, help="instances from the start of the shard (default 64)")
     ap.add_argument("--config", help="config.json for checkpoints given as .safetensors files")
     a = ap.parse_args()
+    if a.sequences < 1:
+        sys.exit(f"--sequences must be at least 1, got {a.sequences}")
     torch.set_num_threads(1)
-    with h5py.File(a.eval_shard, "r") as f:
+    try:
+        f = h5py.File(a.eval_shard, "r")
+    except OSError as e:
+        sys.exit(f"{a.eval_shard}: cannot be opened as HDF5: {e}")
+    with f:
         for k in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
                   "next_sentence_labels"):
             if k not in f:
@@ -46,15 +53,26 @@ def main():
     weights = (pos > 0).float()  # slot 0 of an unused prediction is position 0 ([CLS]), never a masked token
     real = mask.bool()
     for ck in a.checkpoints:
+        if not os.path.exists(ck):
+            sys.exit(f"{ck}: no such checkpoint directory or file")
         if os.path.isdir(ck):
             weights_path, cfg_path = os.path.join(ck, "model.safetensors"), os.path.join(ck, "config.json")
         else:
             weights_path, cfg_path = ck, a.config
             if not cfg_path:
                 sys.exit(f"{ck}: a .safetensors file needs --config")
+        for path in (weights_path, cfg_path):
+            if not os.path.isfile(path):
+                sys.exit(f"{ck}: {path} does not exist")
         cfg = json.load(open(cfg_path))
-        _, _, p, _ = tb.read_safetensors(weights_path)
+        try:
+            _, _, p, _ = tb.read_safetensors(weights_path)
+        except (AssertionError, ValueError, KeyError) as e:
+            sys.exit(f"{weights_path}: not a readable safetensors file: {e}")
         p = {k: v.float() for k, v in p.items()}
+        missing = [n for n in ("bert.pooler.dense.weight", "cls.predictions.bias") if n not in p]
+        if missing:
+            sys.exit(f"{weights_path}: no {', '.join(missing)}: not a BertForPreTraining checkpoint")
         probs = []
         with torch.no_grad():
             out = tb.forward(cfg, p, d["input_ids"], d["segment_ids"], mask, pos, d["masked_lm_ids"], weights,

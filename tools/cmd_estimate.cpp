@@ -139,7 +139,7 @@ Registrar reg{{"estimate", "time a few steps of each phase of a recipe and proje
                  sub.add_option("--config", *config, "recipe JSON")->required();
                  sub.add_option("--price_per_hour", *price, "machine price per hour, for the cost line");
                  sub.add_option("--micro_steps", *steps, "timed micro-batches (and updates, and evaluation batches) per phase; each is timed alone and the "
-                                "median is used")->check(CLI::PositiveNumber);
+                                "median is used")->check(CLI::Range(1, 1000000));
                  sub.allow_extras();
                  sub.footer("Other flags override recipe keys as in pretrain: --key=value, --key value, or a bare "
                             "--flag (true); --phases.N.key for phase N.");

@@ -19,7 +19,10 @@ Registrar reg{{"run-ner",
                  sub.add_option("--test_file", o->test_file, "file to predict with --do_predict");
                  sub.add_option("--data_format", o->data_format, "auto (by extension), conll, iob2 (UNER) or conllu")
                      ->capture_default_str();
-                 sub.add_option("--label_column", o->label_column, "CoNLL-U only: upos (default) or xpos");
+                 sub.add_option("--label_column", o->label_column, "CoNLL-U only: upos (default) or xpos")
+                     ->check(CLI::Validator(
+                         [](std::string& v) { return v.empty() ? std::string("must be upos or xpos, not empty") : std::string(); },
+                         "upos|xpos"));
                  sub.add_option("--tag_scheme", o->tag_scheme,
                                 "the files' tags: iob1, iob2, iobes or none (plain labels); auto: none for CoNLL-U, "
                                 "iob2 otherwise")

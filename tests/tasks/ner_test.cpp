@@ -502,6 +502,15 @@ TEST(RunNer, TrainEvaluatePredictAndLabelsByName) {
   b.finetune.output_dir = (dir / "out_iobes").string();
   const RunNerResult rb = run_ner(b);
   EXPECT_DOUBLE_EQ(rb.training.best_metric, 1.0);  // best/ holds a model that finds the one dev entity
+  // --resume without the flag continues in the resumed checkpoint's scheme (not iob2's 5 outputs against its 9).
+  RunNerOptions rs = b;
+  rs.model_tag_scheme = "AUTO";  // any case
+  rs.finetune.resume = true;
+  rs.finetune.num_train_epochs = 11;
+  EXPECT_EQ(run_ner(rs).training.global_step, 22);
+  rs.model_tag_scheme = "iob1";
+  EXPECT_NE(error_of([&] { run_ner(rs); }).find("--model_tag_scheme must be auto, iob2 (also bio) or iobes"),
+            std::string::npos);
   const BertConfig saved_b = load_bert_config((dir / "out_iobes" / "best" / "config.json").string());
   EXPECT_EQ(saved_b.id2label,
             (S{"B-LOC", "B-PER", "E-LOC", "E-PER", "I-LOC", "I-PER", "O", "S-LOC", "S-PER"}));

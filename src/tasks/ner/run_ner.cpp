@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -11,7 +12,9 @@
 
 #include "bertrain/core/error.h"
 #include "bertrain/io/atomic_file.h"
+#include "bertrain/io/config.h"
 #include "bertrain/io/tokenizer_files.h"
+#include "bertrain/train/checkpoint_dir.h"
 #include "bertrain/train/communicator.h"
 
 namespace bertrain::ner {
@@ -147,7 +150,8 @@ std::string json_text(const std::map<std::string, double>& m, int64_t step) {
 
 // --model_tag_scheme: iob2 or iobes, or "auto". A checkpoint finetuned by run-ner names its outputs (id2label), and
 // those names are in the scheme it was trained in: iobes has S- and E- labels for every entity type, iob2 none.
-TagScheme model_tag_scheme(const std::string& flag, const BertConfig& cfg) {
+TagScheme model_tag_scheme(std::string flag, const BertConfig& cfg) {
+  std::transform(flag.begin(), flag.end(), flag.begin(), [](unsigned char c) { return std::tolower(c); });
   std::optional<TagScheme> from_checkpoint;
   if (cfg.has_label_names()) {
     from_checkpoint = TagScheme::iob2;
@@ -155,9 +159,13 @@ TagScheme model_tag_scheme(const std::string& flag, const BertConfig& cfg) {
       if (l.size() > 2 && (l.compare(0, 2, "S-") == 0 || l.compare(0, 2, "E-") == 0)) from_checkpoint = TagScheme::iobes;
   }
   if (flag == "auto") return from_checkpoint.value_or(TagScheme::iob2);
-  const TagScheme s = parse_tag_scheme(flag);
-  BERTRAIN_CHECK(s == TagScheme::iob2 || s == TagScheme::iobes, "--model_tag_scheme must be auto, iob2 or iobes, got ",
-                 flag);
+  TagScheme s = TagScheme::none;
+  try {
+    s = parse_tag_scheme(flag);
+  } catch (const Error&) {
+  }
+  BERTRAIN_CHECK(s == TagScheme::iob2 || s == TagScheme::iobes,
+                 "--model_tag_scheme must be auto, iob2 (also bio) or iobes (also bioes), got '", flag, "'");
   BERTRAIN_CHECK(!from_checkpoint || *from_checkpoint == s, "--model_tag_scheme ", flag, " contradicts the checkpoint: ",
                  "its id2label is in ", tag_scheme_name(*from_checkpoint), " (", s == TagScheme::iobes ? "no" : "an",
                  " S- or E- label); leave the flag out (auto) to use the checkpoint's scheme");
@@ -199,7 +207,14 @@ RunNerResult run_ner(const RunNerOptions& o) {
   fo.label_all_tokens = o.label_all_tokens;
   fo.file_scheme = scheme;
   BertConfig cfg = tasks::finetune_model_config(o);
-  fo.model_scheme = scheme == TagScheme::none ? TagScheme::none : model_tag_scheme(o.model_tag_scheme, cfg);
+  // The labels that decide `auto`: the checkpoint --resume continues from, else the init checkpoint's.
+  std::optional<std::string> resume_dir;
+  if (o.do_train && o.finetune.resume) resume_dir = newest_checkpoint(o.finetune.output_dir);
+  fo.model_scheme =
+      scheme == TagScheme::none
+          ? TagScheme::none
+          : model_tag_scheme(o.model_tag_scheme,
+                             resume_dir ? load_bert_config((fs::path(*resume_dir) / "config.json").string()) : cfg);
   fo.validate();
 
   LabelList labels;
