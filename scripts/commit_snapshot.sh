@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # commit_snapshot.sh: commits the long run's snapshot (data/long-run-snapshot, 45 MB) so that the commits since BASE
 # change it once, however often a session commits it. Each replacement of the snapshot counts about 91 MB of diff
-# text (the old and the new bytes) against the 256 MiB a stop may submit, so three commits of it in one session had a
-# stop refused whole (stop 31, 2026-12-02). An earlier commit since BASE that touched only the snapshot is dropped
-# from the history (rebase; the work tree keeps the newest snapshot), then the snapshot is committed anew, and
-# scripts/submission_size.sh checks the result. Commit in the middle of a session as often as you like with it.
+# text (the old and the new bytes) against the 256 MiB a stop may submit; three such commits pass it (stop 31,
+# 2026-12-02, was refused for its size). An earlier commit since BASE that touched only the snapshot is dropped from
+# the history (reset to BASE, the other commits replayed; the work tree keeps the newest snapshot), then the snapshot
+# is committed anew, and scripts/submission_size.sh checks the result. Commit in the middle of a session as often as you like with it.
 # Usage: scripts/commit_snapshot.sh "MESSAGE" [BASE]   (BASE as in submission_size.sh: where this clone's main began)
 # Refuses (exit 2) with other uncommitted changes, or when a commit since BASE mixes the snapshot with other files.
 set -euo pipefail

@@ -2,7 +2,8 @@
 # submission_size.sh: how big the commits since BASE are, measured as this workplace measures a submission: the
 # diffs of every commit, added up as text (a binary file counts with its bytes, and a replaced one twice: old and
 # new), against 256 MiB; and the commits packed as git sends them, against 512 MiB. A stop over either limit is
-# refused whole (stop 31, 2026-12-02: the long run's snapshot committed several times, about 91 MB a replacement).
+# refused whole (stop 31, 2026-12-02, was refused for its size; the long run's snapshot, about 91 MB of diff text
+# a replacement, is the likely cause).
 # Usage: scripts/submission_size.sh [BASE]   BASE defaults to the commit this clone's main started at (the oldest
 # entry of its reflog: the landed main a session is given). Exit 1 when a limit is passed, 2 on bad input.
 set -euo pipefail
