@@ -15,7 +15,7 @@ diff_limit=$((256 * 1024 * 1024)) pack_limit=$((512 * 1024 * 1024))
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 total=0 n=0
 while read -r c; do
-  b=$(git show --text --format= "$c" | wc -c)
+  b=$(git show --text --no-color --no-ext-diff --format= "$c" | wc -c)
   total=$((total + b)) n=$((n + 1))
   [ "$b" -ge $((1024 * 1024)) ] && printf '  %s %7.1f MiB  %s\n' "${c:0:9}" "$(mib "$b")" \
     "$(git log -1 --format=%s "$c" | cut -c1-80)"
