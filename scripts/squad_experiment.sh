@@ -5,6 +5,8 @@
 # with squad-evaluate. The two runs go side by side with one thread each (OMP_NUM_THREADS=1), which uses the
 # 2-core development machine fully without OpenMP threads of two processes competing for the same cores.
 # Usage: scripts/squad_experiment.sh PRETRAINED_CHECKPOINT [N_QUESTIONS=10000] [extra run-squad flags]
+# Environment: BIN (default build/bertrain), SHARED (default ../shared), OUT (default out/squad_experiment; finished
+# runs there are kept and an unfinished one resumes, so a new checkpoint needs a new OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$#" -ge 1 ] || { echo "usage: scripts/squad_experiment.sh PRETRAINED_CHECKPOINT [N_QUESTIONS=10000] [extra run-squad flags]" >&2; exit 2; }
@@ -13,7 +15,7 @@ N=${2:-10000}
 shift; [ "$#" -gt 0 ] && shift
 SHARED=${SHARED:-../shared}
 BIN=${BIN:-build/bertrain}
-OUT=out/squad_experiment
+OUT=${OUT:-out/squad_experiment}
 DEV=$SHARED/data/squad_v1.1/dev-v1.1-shared.json
 mkdir -p "$OUT"
 [ -f "$OUT/train-v1.1.json" ] || xz -dc "$SHARED/data/squad_v1.1/train-v1.1-reconstructed.json.xz" > "$OUT/train-v1.1.json"
