@@ -23,8 +23,9 @@
 # MIN_RATE (default 0.02 nats per hour), WINDOW (default 1 hour of training), THREADS (default: all cores),
 # SNAPSHOT (default data/long-run-snapshot, in the clone; empty: none): a 45 MB near-exact snapshot that is
 # committed, so that the run survives the loss of OUT (scripts/long_run_snapshot.py: bf16 weights and second moment).
-# Each evaluation and each pause save it (commit it at each stop: `git add data/long-run-snapshot`; every commit of
-# it adds about 45 MB to the history); a start whose OUT has no checkpoint, or an older one, continues from it.
+# Each evaluation and each pause save it (commit it with scripts/commit_snapshot.sh, never a plain `git add`: each
+# replacement counts about 91 MB against the 256 MiB of diff a stop may submit, and the script keeps it at one per
+# submission); a start whose OUT has no checkpoint, or an older one, continues from it.
 # Set SNAPSHOT= (empty) for a separate run of the same CONFIG.
 # MODEL_DIR (default data/checkpoints/bert-mini-en, in the clone; empty: none): at the end, the final model's weights,
 # config.json, vocab.txt and a SOURCE.md with the recipe, corpus, steps, hours and held-out numbers
