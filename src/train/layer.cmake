@@ -1,6 +1,6 @@
 set(_train_sources train/pretrainer.cpp train/checkpoint_dir.cpp train/signals.cpp train/train_state.cpp
   train/train_step.cpp train/step_logger.cpp train/optimizer_factory.cpp train/finetune.cpp train/communicator.cpp
-  train/grad_reducer.cpp)
+  train/grad_reducer.cpp train/estimate.cpp)
 if(BERTRAIN_WITH_MPI)
   list(APPEND _train_sources train/communicator_mpi.cpp)
 endif()
