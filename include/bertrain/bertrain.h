@@ -60,6 +60,7 @@
 // train
 #include "bertrain/train/checkpoint_dir.h"
 #include "bertrain/train/communicator.h"
+#include "bertrain/train/estimate.h"
 #include "bertrain/train/finetune.h"
 #include "bertrain/train/grad_reducer.h"
 #include "bertrain/train/optimizer_factory.h"
