@@ -6,13 +6,12 @@
 #include <hdf5.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <new>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "bertrain/core/allocator.h"
 #include "bertrain/core/rng.h"
@@ -28,20 +27,8 @@
 #include "bertrain/tasks/squad/evaluate.h"
 #include "bertrain/tasks/squad/squad.h"
 #include "bertrain/train/train_state.h"
+#include "counting_new.h"
 #include "test_util.h"
-
-// The largest single operator-new request since the last reset: what a reader allocated on a file's word.
-static std::atomic<size_t> g_largest_new{0};
-
-void* operator new(size_t n) {
-  size_t prev = g_largest_new.load(std::memory_order_relaxed);
-  while (n > prev && !g_largest_new.compare_exchange_weak(prev, n, std::memory_order_relaxed)) {
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 using namespace bertrain;
 namespace fs = std::filesystem;
@@ -63,7 +50,7 @@ fs::path write(const std::string& name, const std::string& bytes) {
 void expect_refused(const std::string& file, const std::function<void()>& fn) {
   CachingAllocator::instance().reset_peak();
   const int64_t tensors_before = CachingAllocator::instance().stats().bytes_in_use;
-  g_largest_new = 0;
+  test::reset_largest_new();
   std::string what;
   try {
     fn();
@@ -75,7 +62,7 @@ void expect_refused(const std::string& file, const std::function<void()>& fn) {
   ASSERT_FALSE(what.empty()) << file << " was accepted";
   EXPECT_NE(what.find(file), std::string::npos) << what;
   EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  EXPECT_LT(g_largest_new.load(), kSmall) << what;
+  EXPECT_LT(test::largest_new(), kSmall) << what;
   EXPECT_LT(CachingAllocator::instance().stats().peak_bytes_in_use - tensors_before, static_cast<int64_t>(kSmall)) << what;
   std::printf("refused: %s\n", what.substr(0, 300).c_str());
 }
@@ -147,6 +134,14 @@ std::string write_tf_bundle(const std::string& name, const std::string& table) {
 }
 
 }  // namespace
+
+// The counter behind every refusal below sees operator-new requests: a 5 MiB vector is counted as such.
+TEST(ResourceLimits, LargestNewIsCounted) {
+  test::reset_largest_new();
+  auto v = std::make_unique<std::vector<char>>(5 << 20);
+  EXPECT_GE(test::largest_new(), size_t{5} << 20);
+  EXPECT_LT(test::largest_new(), kSmall);
+}
 
 TEST(ResourceLimits, SafetensorsClaimingTwoToTheSixtyElements) {
   const std::string header =
