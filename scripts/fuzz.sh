@@ -2,7 +2,8 @@
 # fuzz.sh: builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan + libFuzzer, build directory build-fuzz)
 # and fuzzes them. README "Reliability" has the results.
 #
-#   scripts/fuzz.sh --ci                 build, then the `fuzz` ctest label (fixed runs and seed per target)
+#   scripts/fuzz.sh --ci [TARGET...]     build, then the `fuzz` ctest label (fixed runs and seed per target), of the
+#                                        named targets only when some are named
 #   scripts/fuzz.sh [--runs N] [--time S] [TARGET...]
 #                                        long runs, one target at a time under `nice -n 19`, each until N executions
 #                                        (default 1,000,000) or S seconds (default 1800), whichever comes first, with
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --build-only) mode=build ;;
     --runs) runs=$2; shift ;;
     --time) seconds=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1") ;;
   esac
@@ -42,11 +43,13 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DBERTRAIN_FUZZ=ON -DBERTRAIN_WITH_MPI=OFF "${launcher[@]}" >/dev/null
+ci_only=()  # --ci with named targets: their fuzz tests only (the others are not built)
+[ ${#targets[@]} -gt 0 ] && ci_only=(-R "^fuzz_($(IFS='|'; echo "${targets[*]}"))\$")
 [ ${#targets[@]} -eq 0 ] && read -r -a targets <<<"$(cd fuzz/targets && ls *.cpp | sed 's/\.cpp$//' | tr '\n' ' ')"
 cmake --build "$BUILD_DIR" -j "$JOBS" --target $(printf 'fuzz_%s ' "${targets[@]}")
 case $mode in
   build) exit 0 ;;
-  ci) exec ctest --test-dir "$BUILD_DIR" -L fuzz --output-on-failure -j "$JOBS" ;;
+  ci) exec ctest --test-dir "$BUILD_DIR" -L fuzz "${ci_only[@]}" --output-on-failure -j "$JOBS" ;;
 esac
 
 OUT=${OUT:-$([ -d /work/runs ] && echo /work/runs/fuzz || echo /tmp/bertrain-fuzz)}
