@@ -608,6 +608,45 @@ TEST(TfErrors, DirectoryWithSeveralCheckpoints) {
   EXPECT_EQ(find_tf_checkpoint(t.dir.string()), (t.dir / "bert_model.ckpt").string());
 }
 
+// A training run's directory with a `checkpoint` file (TF's CheckpointState, text format): the checkpoint it names
+// is the one, as tf.train.latest_checkpoint; one it names that is gone stops the load with one line naming the file.
+TEST(TfErrors, DirectoryWithCheckpointFile) {
+  TinyCopy t("state");
+  const std::string data = "bert_model.ckpt.data-00000-of-00001";
+  fs::copy_file(t.dir / "bert_model.ckpt.index", t.dir / "model.ckpt-100.index");
+  fs::copy_file(t.dir / data, t.dir / "model.ckpt-100.data-00000-of-00001");
+  auto state = [&](const std::string& path) {
+    test::write_file(t.dir / "checkpoint", "model_checkpoint_path: \"" + path + "\"\nall_model_checkpoint_paths: \"" +
+                                               path + "\"\nall_model_checkpoint_timestamps: 1700000000.5\n");
+  };
+  state("model.ckpt-100");
+  EXPECT_EQ(find_tf_checkpoint(t.dir.string()), (t.dir / "model.ckpt-100").string());
+  Rng rng(9);
+  BertForPreTraining model(tiny_config(), rng);
+  LoadReport rep;
+  load_model(t.dir.string(), model, rep);
+  EXPECT_GT(rep.loaded.size(), 0u);
+  state((t.dir / "bert_model.ckpt").string());  // absolute, as TF1's Saver writes it
+  EXPECT_EQ(find_tf_checkpoint(t.dir.string()), (t.dir / "bert_model.ckpt").string());
+  // Named but gone: the error names the `checkpoint` file and the missing prefix.
+  state("model.ckpt-200");
+  std::string e = error_of([&] { load_model(t.dir.string(), model, rep); });
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_NE(e.find((t.dir / "checkpoint").string() + ": model_checkpoint_path names '" +
+                   (t.dir / "model.ckpt-200").string() + "'"), std::string::npos) << e;
+  // A directory copied elsewhere keeps TF1's absolute paths: the error points at the copy's own checkpoint.
+  state("/gone/elsewhere/model.ckpt-100");
+  e = error_of([&] { find_tf_checkpoint(t.dir.string()); });
+  EXPECT_NE(e.find("was the directory moved? '" + (t.dir / "model.ckpt-100").string() + "' exists"), std::string::npos)
+      << e;
+  // A `checkpoint` file that is not CheckpointState text: one line with the file and line.
+  test::write_file(t.dir / "checkpoint", "model_checkpoint_path: \"model.ckpt-100\"\nall_model_checkpoint_paths \"x\"\n");
+  e = error_of([&] { convert_checkpoint(t.dir.string(), (t.dir / "out").string()); });
+  EXPECT_NE(e.find((t.dir / "checkpoint").string() + ": line 2: field 'all_model_checkpoint_paths' has no ':'"),
+            std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(t.dir / "out"));
+}
+
 // Partitioned variables (entries with slices) are refused with one line; a bad header too.
 TEST(TfErrors, SlicedEntryAndBadHeader) {
   TinyCopy t("sliced");

@@ -56,7 +56,8 @@ void save_model(const std::string& path, const Module& model, const std::optiona
 
 /// Loads weights into `model` from a .safetensors file, a checkpoint directory's model.safetensors, or a
 /// TensorFlow checkpoint: a prefix whose PREFIX.index exists (google-research/bert's --init_checkpoint, e.g.
-/// dir/bert_model.ckpt), its .index file, or a directory holding one *.index and no model.safetensors. A TF
+/// dir/bert_model.ckpt), its .index file, or a directory without model.safetensors holding a `checkpoint` file
+/// (the latest checkpoint it names, as tf.train.latest_checkpoint) or one *.index (find_tf_checkpoint). A TF
 /// checkpoint's variables are mapped to Hugging Face names and layouts by bertrain/io/tf_bert.h (kernels
 /// transposed, heads renamed, optimizer slots and global_step skipped and counted in the report), every one
 /// read and CRC-checked before the model is touched; the rules below then apply to the mapped names.

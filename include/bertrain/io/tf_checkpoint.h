@@ -52,6 +52,14 @@ struct TfTensorInfo {
 bool is_tf_checkpoint(const std::string& path);
 /// The prefix of such a path: PATH without a trailing ".index", ".meta" or ".data-NNNNN-of-NNNNN".
 std::string tf_checkpoint_prefix(const std::string& path);
+
+/// The checkpoint a TF training directory's `checkpoint` file names, as tf.train.latest_checkpoint reads it: the
+/// model_checkpoint_path of the text-format CheckpointState proto (tensorflow/core/protobuf/checkpoint_state.proto;
+/// TF writes it after every save, with non-ASCII bytes as octal escapes), joined to `dir` when relative. Other
+/// fields (all_model_checkpoint_paths, timestamps) are skipped. nullopt when `dir` holds no `checkpoint` file.
+/// Throws bertrain::Error naming the file and line when the text is not `field: value` pairs, a string is
+/// unterminated or has an unknown escape, or model_checkpoint_path is missing or empty.
+std::optional<std::string> read_tf_checkpoint_state(const std::string& dir);
 /// PREFIX.data-SSSSS-of-NNNNN (five digits each, from 0), as TensorFlow names shards.
 std::string tf_data_file_name(const std::string& prefix, int shard, int num_shards);
 
