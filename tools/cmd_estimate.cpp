@@ -13,12 +13,12 @@ namespace {
 
 int run(const std::string& config, const std::vector<std::string>& extras, double price, int micro_steps) {
   const PretrainRecipe r = load_pretrain_recipe(config, parse_flag_overrides(extras, "estimate"));
-  const std::vector<PhaseEstimate> phases = estimate_recipe(r, micro_steps);
   std::printf("%-6s %8s %8s %8s %6s %12s %12s %14s\n", "phase", "length", "batch", "micro", "accum", "s/micro", "s/step",
               "projected");
+  std::fflush(stdout);
   double total = 0;
-  for (size_t i = 0; i < phases.size(); ++i) {
-    const PhaseEstimate& e = phases[i];
+  // Each row as its phase is timed (a long recipe's estimate takes minutes).
+  estimate_recipe(r, micro_steps, [&](size_t i, const PhaseEstimate& e) {
     char eval_note[160] = "";
     if (e.evaluations > 0)
       std::snprintf(eval_note, sizeof eval_note, "  (with %ld evaluations of %ld batches, %.1f s each)",
@@ -26,8 +26,9 @@ int run(const std::string& config, const std::vector<std::string>& extras, doubl
     std::printf("%-6zu %8ld %8ld %8ld %6ld %12.3f %12.2f %13.2fh%s\n", i + 1, (long)e.max_seq_length,
                 (long)e.train_batch_size, (long)e.micro_batch_size, (long)e.accumulation, e.seconds_per_micro_batch,
                 e.seconds_per_step, e.projected_seconds / 3600, eval_note);
+    std::fflush(stdout);
     total += e.projected_seconds;
-  }
+  });
   std::printf("projected wall time of the whole recipe on this machine: %.2f hours (%.1f days)\n", total / 3600,
               total / 86400);
   if (price > 0) std::printf("cost at %.4f per hour: %.2f\n", price, total / 3600 * price);

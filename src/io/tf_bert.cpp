@@ -379,24 +379,33 @@ std::optional<std::string> find_tf_checkpoint(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     if (fs::exists(fs::path(path) / kWeightsFileName, ec)) return std::nullopt;
-    // A training run's directory: its `checkpoint` file names the latest (tf.train.latest_checkpoint).
-    if (const std::optional<std::string> latest = read_tf_checkpoint_state(path)) {
-      const std::string state = (fs::path(path) / "checkpoint").string();
-      const fs::path here = fs::path(path) / fs::path(*latest).filename();
-      BERTRAIN_CHECK(is_tf_checkpoint(*latest), state, ": model_checkpoint_path names '", *latest, "', and ", *latest,
-                     ".index does not exist",
-                     is_tf_checkpoint(here.string()) ? " (was the directory moved? '" + here.string() + "' exists)" : "");
-      return tf_checkpoint_prefix(*latest);
-    }
     std::vector<std::string> found;
     for (const auto& de : fs::directory_iterator(path, ec))
       if (de.is_regular_file() && de.path().extension() == ".index") found.push_back(de.path().string());
-    if (found.empty()) return std::nullopt;
-    // Several checkpoints and no `checkpoint` file (model.ckpt-1000, model.ckpt-2000, ...): which one is meant is
-    // the user's call, as with google-research/bert's --init_checkpoint, which takes a prefix.
     std::sort(found.begin(), found.end());
     std::string names;
     for (const auto& f : found) names += (names.empty() ? "" : ", ") + fs::path(tf_checkpoint_prefix(f)).filename().string();
+    // A training run's directory: its `checkpoint` file names the latest (tf.train.latest_checkpoint), and takes
+    // precedence over a lone *.index, as in TF, which never falls back to the files it finds.
+    if (const std::optional<std::string> latest = read_tf_checkpoint_state(path)) {
+      if (is_tf_checkpoint(*latest)) return tf_checkpoint_prefix(*latest);
+      // Gone. A directory copied elsewhere keeps TF1's absolute paths (or Windows ones): the hint names the copy.
+      const size_t slash = latest->find_last_of("/\\");
+      const std::string base = slash == std::string::npos ? *latest : latest->substr(slash + 1);
+      const std::string moved = (fs::path(path) / base).string();
+      std::string hint;
+      if (!base.empty() && is_tf_checkpoint(moved)) {
+        hint = " (was the directory moved? '" + printable(tf_checkpoint_prefix(moved)) + "' exists)";
+      } else if (!found.empty()) {
+        hint = " (the directory holds " + printable(names) + ": give one prefix)";
+      }
+      BERTRAIN_CHECK(false, (fs::path(path) / "checkpoint").string(), ": model_checkpoint_path names '",
+                     printable(*latest), "', and '", printable(tf_checkpoint_prefix(*latest)), ".index' does not exist",
+                     hint);
+    }
+    if (found.empty()) return std::nullopt;
+    // Several checkpoints and no `checkpoint` file (model.ckpt-1000, model.ckpt-2000, ...): which one is meant is
+    // the user's call, as with google-research/bert's --init_checkpoint, which takes a prefix.
     BERTRAIN_CHECK(found.size() == 1, "checkpoint directory '", path, "' holds ", found.size(), " TF checkpoints (",
                    names, ") and no ", kWeightsFileName, ": give one prefix, such as '",
                    tf_checkpoint_prefix(found.back()), "'");

@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -271,11 +271,19 @@ std::string TfTensorInfo::shape_str() const {
 }
 
 std::string tf_checkpoint_prefix(const std::string& path) {
-  static const std::regex data_re(R"((.*)\.data-\d{5}-of-\d{5})");
-  std::smatch m;
+  // ".data-NNNNN-of-NNNNN" checked by hand: std::regex's "(.*)" recurses once per character (a long path from a
+  // `checkpoint` file would overflow the stack).
+  static constexpr char kData[] = ".data-#####-of-#####";
+  constexpr size_t kDataLen = sizeof kData - 1;
   if (path.size() > 6 && path.compare(path.size() - 6, 6, ".index") == 0) return path.substr(0, path.size() - 6);
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".meta") == 0) return path.substr(0, path.size() - 5);
-  if (std::regex_match(path, m, data_re)) return m[1].str();
+  if (path.size() >= kDataLen) {
+    const size_t at = path.size() - kDataLen;
+    bool data = true;
+    for (size_t k = 0; k < kDataLen && data; ++k)
+      data = kData[k] == '#' ? std::isdigit(static_cast<unsigned char>(path[at + k])) != 0 : path[at + k] == kData[k];
+    if (data) return path.substr(0, at);
+  }
   return path;
 }
 

@@ -47,7 +47,8 @@ int64_t eval_batches(const std::vector<int64_t>& shard_samples, int64_t batch, i
   return max_eval_steps > 0 ? std::min(b, max_eval_steps) : b;
 }
 
-std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_steps) {
+std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_steps,
+                                           const std::function<void(size_t, const PhaseEstimate&)>& on_phase) {
   BERTRAIN_CHECK(micro_steps >= 1, "estimate: micro_steps must be at least 1, got ", micro_steps);
   MatmulPrecisionGuard precision(r.bf16 ? MatmulPrecision::bf16 : MatmulPrecision::f32);
   BertConfig cfg = load_bert_config(r.bert_config_file);
@@ -103,6 +104,7 @@ std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_st
     }
     first_step += n;
     out.push_back(e);
+    if (on_phase) on_phase(out.size() - 1, e);
   }
   return out;
 }

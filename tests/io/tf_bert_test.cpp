@@ -615,9 +615,12 @@ TEST(TfErrors, DirectoryWithCheckpointFile) {
   const std::string data = "bert_model.ckpt.data-00000-of-00001";
   fs::copy_file(t.dir / "bert_model.ckpt.index", t.dir / "model.ckpt-100.index");
   fs::copy_file(t.dir / data, t.dir / "model.ckpt-100.data-00000-of-00001");
-  auto state = [&](const std::string& path) {
-    test::write_file(t.dir / "checkpoint", "model_checkpoint_path: \"" + path + "\"\nall_model_checkpoint_paths: \"" +
-                                               path + "\"\nall_model_checkpoint_timestamps: 1700000000.5\n");
+  const std::string state_file = (t.dir / "checkpoint").string();
+  auto state = [&](const std::string& path) {  // as TF writes it: the path quoted, with C escapes
+    std::string q;
+    for (char c : path) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    test::write_file(state_file, "model_checkpoint_path: \"" + q + "\"\nall_model_checkpoint_paths: \"" + q +
+                                     "\"\nall_model_checkpoint_timestamps: 1700000000.5\n");
   };
   state("model.ckpt-100");
   EXPECT_EQ(find_tf_checkpoint(t.dir.string()), (t.dir / "model.ckpt-100").string());
@@ -628,22 +631,29 @@ TEST(TfErrors, DirectoryWithCheckpointFile) {
   EXPECT_GT(rep.loaded.size(), 0u);
   state((t.dir / "bert_model.ckpt").string());  // absolute, as TF1's Saver writes it
   EXPECT_EQ(find_tf_checkpoint(t.dir.string()), (t.dir / "bert_model.ckpt").string());
-  // Named but gone: the error names the `checkpoint` file and the missing prefix.
+  // Named but gone: the error names the `checkpoint` file and the missing prefix, and lists what is there.
   state("model.ckpt-200");
   std::string e = error_of([&] { load_model(t.dir.string(), model, rep); });
-  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-  EXPECT_NE(e.find((t.dir / "checkpoint").string() + ": model_checkpoint_path names '" +
-                   (t.dir / "model.ckpt-200").string() + "'"), std::string::npos) << e;
-  // A directory copied elsewhere keeps TF1's absolute paths: the error points at the copy's own checkpoint.
-  state("/gone/elsewhere/model.ckpt-100");
+  EXPECT_NE(e.find(state_file + ": model_checkpoint_path names '" + (t.dir / "model.ckpt-200").string() + "', and '" +
+                   (t.dir / "model.ckpt-200").string() + ".index' does not exist (the directory holds bert_model.ckpt, "
+                   "model.ckpt-100: give one prefix)"), std::string::npos) << e;
+  // A directory copied elsewhere keeps TF1's absolute paths (or Windows ones): the error points at the copy's own.
+  for (const char* elsewhere : {"/gone/elsewhere/model.ckpt-100", "C:\\runs\\bert\\model.ckpt-100"}) {
+    state(elsewhere);
+    e = error_of([&] { find_tf_checkpoint(t.dir.string()); });
+    EXPECT_NE(e.find("was the directory moved? '" + (t.dir / "model.ckpt-100").string() + "' exists"),
+              std::string::npos) << e;
+  }
+  // The `checkpoint` file takes precedence over a lone *.index, as in TF: a stale one is refused, not passed over.
+  fs::remove(t.dir / "model.ckpt-100.index");
+  state("model.ckpt-300");
   e = error_of([&] { find_tf_checkpoint(t.dir.string()); });
-  EXPECT_NE(e.find("was the directory moved? '" + (t.dir / "model.ckpt-100").string() + "' exists"), std::string::npos)
-      << e;
-  // A `checkpoint` file that is not CheckpointState text: one line with the file and line.
-  test::write_file(t.dir / "checkpoint", "model_checkpoint_path: \"model.ckpt-100\"\nall_model_checkpoint_paths \"x\"\n");
-  e = error_of([&] { convert_checkpoint(t.dir.string(), (t.dir / "out").string()); });
-  EXPECT_NE(e.find((t.dir / "checkpoint").string() + ": line 2: field 'all_model_checkpoint_paths' has no ':'"),
+  EXPECT_NE(e.find("model.ckpt-300.index' does not exist (the directory holds bert_model.ckpt: give one prefix)"),
             std::string::npos) << e;
+  // A `checkpoint` file that is not CheckpointState text: the file and line, and nothing written.
+  test::write_file(state_file, "model_checkpoint_path: \"bert_model.ckpt\"\nall_model_checkpoint_paths \"x\"\n");
+  e = error_of([&] { convert_checkpoint(t.dir.string(), (t.dir / "out").string()); });
+  EXPECT_NE(e.find(state_file + ": line 2: field 'all_model_checkpoint_paths' has no ':'"), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(t.dir / "out"));
 }
 

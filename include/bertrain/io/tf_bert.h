@@ -107,9 +107,10 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
 /// The TF prefix an input names: a prefix, its .index / .data file, or a directory without model.safetensors
 /// that holds a `checkpoint` file (the latest checkpoint it names, read_tf_checkpoint_state in tf_checkpoint.h) or
 /// exactly one *.index file (bert_model.ckpt.index in Google's zips); nullopt when it names no TF checkpoint.
-/// Throws bertrain::Error (one line) for a `checkpoint` file that cannot be read or names a missing checkpoint,
-/// and for a directory with several *.index files and no `checkpoint` file (listing the prefixes): one prefix
-/// must be chosen.
+/// A `checkpoint` file takes precedence over the *.index files, as in TF. Throws bertrain::Error (one line) for
+/// a `checkpoint` file that cannot be read or names a missing checkpoint (with a hint: the same name in this
+/// directory, or the prefixes it holds), and for a directory with several *.index files and no `checkpoint` file
+/// (listing the prefixes): one prefix must be chosen.
 std::optional<std::string> find_tf_checkpoint(const std::string& path);
 
 }  // namespace bertrain

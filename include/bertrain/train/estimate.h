@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "bertrain/io/recipe.h"
@@ -34,9 +35,11 @@ struct PhaseEstimate {
 };
 
 /// Times `micro_steps` micro-batches (and as many updates and evaluation batches) of each phase of `r` after one
-/// untimed warm-up, and projects each phase's wall time. The shards of r.eval_dir are inspected for their sizes
-/// only. Throws bertrain::Error when the model config, an evaluation shard or the optimizer options are invalid,
-/// or micro_steps < 1.
-std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_steps);
+/// untimed warm-up, and projects each phase's wall time; `on_phase(i, estimate)` is called as each phase i
+/// (0-based) is done, so a long estimate can show its rows as they come. The shards of r.eval_dir are inspected
+/// for their sizes only. Throws bertrain::Error when the model config, an evaluation shard or the optimizer
+/// options are invalid, or micro_steps < 1.
+std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_steps,
+                                           const std::function<void(size_t, const PhaseEstimate&)>& on_phase = {});
 
 }  // namespace bertrain
