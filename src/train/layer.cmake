@@ -6,7 +6,7 @@ if(BERTRAIN_WITH_MPI)
 endif()
 bertrain_add_layer(train SOURCES ${_train_sources}
   PUBLIC_DEPS bertrain::core bertrain::data bertrain::io bertrain::models bertrain::nn bertrain::optim bertrain::schedule
-  PRIVATE_DEPS bertrain::ops bertrain::text spdlog::spdlog nlohmann_json::nlohmann_json)
+  PRIVATE_DEPS bertrain::autograd bertrain::ops bertrain::text spdlog::spdlog nlohmann_json::nlohmann_json)
 if(BERTRAIN_WITH_MPI)
   # MPI is private to the train layer: no public header includes mpi.h (tests/project/layering_check.sh checks it).
   target_link_libraries(bertrain_train PRIVATE MPI::MPI_C)
