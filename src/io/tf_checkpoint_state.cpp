@@ -178,6 +178,8 @@ class CheckpointStateReader {
     }
     return v;
   }
+  // bertrain::utf8_append is in the text layer, which links libsentencepiece; the io layer stays without it
+  // (its tests link protobuf, which would clash with sentencepiece's bundled copy: src/io/layer.cmake).
   static void append_utf8(std::string& out, uint32_t cp) {
     if (cp < 0x80) {
       out += static_cast<char>(cp);
