@@ -12,9 +12,7 @@ src=$2
 model=$src/data/checkpoints/bert-mini-en
 data=$src/data/qnli
 work=$1/qnli_committed_model_test
-# Until the long run's model is committed the test is skipped (exit 77, ctest's SKIP_RETURN_CODE): issue 16 open.
-[ -f "$model/model.safetensors" ] || { echo "qnli_committed_model_test: SKIPPED: $model is not committed yet (issue 16, part 3)"; exit 77; }
-for f in "$data/train.tsv" "$data/dev.tsv" "$model/config.json" "$model/vocab.txt"; do
+for f in "$data/train.tsv" "$data/dev.tsv" "$model/model.safetensors" "$model/config.json" "$model/vocab.txt"; do
   [ -f "$f" ] || { echo "qnli_committed_model_test: $f is missing" >&2; exit 1; }
 done
 rm -rf "$work"
