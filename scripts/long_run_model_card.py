@@ -140,8 +140,10 @@ def main():
     if decisions:
         L.append("\n## The stop rule and the run's log (OUT/stop_rule.log)")
         L.extend("    " + d for d in decisions[-12:])
-    L.append("\nRegenerate: `scripts/pretrain_long_run.sh` (README, \"The long run\"); this file: "
-             "`scripts/long_run_model_card.py OUT %s %s`." % (dst, config))
+    L.append("\nRegenerate: `INIT=unigram CONFIG=%s SNAPSHOT= scripts/pretrain_long_run.sh` (README, \"The long run\"; "
+             "it needs `../shared/data/gutenberg_en` and the SQuAD v1.1 train file beside the clone, and at the end "
+             "writes its model over this directory); this file: "
+             "`scripts/long_run_model_card.py OUT %s %s`." % (config, dst, config))
     with open(os.path.join(tmp, "SOURCE.md"), "w") as f:
         f.write("\n".join(L) + "\n")
     shutil.rmtree(dst, ignore_errors=True)
