@@ -11,7 +11,7 @@ Why: a BERT that leaves the unigram level stalls about 0.4 nats below it while i
 over the whole sequence (a bag of words); the loss falls again when heads start to attend to nearby tokens
 ("syntactic attention structure", Chen et al. 2023, "Sudden drops in the loss: syntax acquisition, phase
 transitions, and simplicity bias in MLMs"). The neighbour mass shows whether that has begun. The forward is
-scripts/torch_bert.py's (PyTorch, float32, eval mode). Runs with Debian's /usr/bin/python3 (python3-torch, h5py).
+tests/reference/torch_bert.py's (PyTorch, float32, eval mode). Runs with Debian's /usr/bin/python3 (python3-torch, h5py).
 """
 import argparse
 import json
@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import torch_bert as tb  # noqa: E402
 
 

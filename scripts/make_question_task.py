@@ -7,7 +7,7 @@ Label rule (documented, deterministic): label "1" when the question, stripped of
 lower-cased, starts with the word "what" (followed by a non-letter: "what", "what's", "what?" but not "whatever"),
 else "0".
 
-Split (as scripts/split_qnli.py): the questions of the articles at 0-based positions p with p % EVERY == OFFSET in
+Split (as experiments/qnli-transfer/split_qnli.py): the questions of the articles at 0-based positions p with p % EVERY == OFFSET in
 the file's "data" list go to dev.tsv, all others to train.tsv (--every 0: every question goes to train.tsv and
 dev.tsv holds only its header). Questions keep the file's order.
 

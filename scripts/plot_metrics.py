@@ -6,7 +6,7 @@ Usage: plot_metrics.py METRICS.jsonl OUT.png
 Training lines give loss / mlm_loss / nsp_loss / lr per step; evaluation lines ("eval": true) give the
 held-out masked-LM loss and accuracy. Phase boundaries are drawn as vertical lines.
 --compare puts several runs (output directories with metrics.jsonl and recipe.json, e.g. the rows of
-scripts/recipe_search.sh) on one figure: held-out masked-LM loss and accuracy against the training tokens seen
+experiments/recipe-search/recipe_search.sh) on one figure: held-out masked-LM loss and accuracy against the training tokens seen
 (each step counts train_batch_size x max_seq_length of its phase, so rows with other batches or lengths line up),
 labelled by directory name; --hline draws a reference level such as the held-out unigram entropy.
 """

@@ -10,8 +10,11 @@ JOBS=${JOBS:-$(nproc)}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTRAIN_BUILD_TESTS=ON "${launcher[@]}"
-cmake --build "$BUILD_DIR" -j "$JOBS"
+# -Werror: bertrain's own code builds without a single warning (BERTRAIN_WERROR; packagers keep it off).
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTRAIN_BUILD_TESTS=ON -DBERTRAIN_WERROR=ON \
+  "${launcher[@]}"
+# The compiler's output also goes to $BUILD_DIR/build.log (.ci/run counts the warnings in it).
+cmake --build "$BUILD_DIR" -j "$JOBS" 2>&1 | tee "$BUILD_DIR/build.log"
 if [ "$#" -eq 0 ]; then
   set -- -LE slow
 fi

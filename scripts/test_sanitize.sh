@@ -13,7 +13,7 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
-  -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" -DBERTRAIN_SANITIZE=ON -DBERTRAIN_BUILD_TESTS=ON "${launcher[@]}" >/dev/null
+  -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" -DBERTRAIN_SANITIZE=ON -DBERTRAIN_BUILD_TESTS=ON -DBERTRAIN_WERROR=ON "${launcher[@]}" >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
 sup=$PWD/tests/sanitizers

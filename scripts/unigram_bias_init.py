@@ -6,24 +6,39 @@ first few hundred steps learning them (issue 16's recipe search, row "bias-unigr
 output distribution alone would give.
 
 The bias of token v becomes log q(v) - mean_v log q(v), where q is the add-one smoothed frequency of v among the
-masked tokens of TRAIN_SHARD_DIR (masked_lm_ids at real positions of every *training*.hdf5 file; the same counts as
-scripts/unigram_baseline.py); centring changes no probability. Every other tensor, config.json and vocab.txt are
+masked tokens of TRAIN_SHARD_DIR (masked_lm_ids at real positions of every *training*.hdf5 file, masked_counts
+below; experiments/common/unigram_baseline.py reports the loss these counts alone give); centring changes no probability. Every other tensor, config.json and vocab.txt are
 copied unchanged. The safetensors file is rewritten with the same header, so only the bias bytes differ.
 
 Usage: unigram_bias_init.py CHECKPOINT_DIR TRAIN_SHARD_DIR OUT_DIR   (Debian's python3-h5py and numpy)
 """
+import glob
 import json
 import os
 import shutil
 import struct
 import sys
 
+import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from unigram_baseline import masked_counts  # noqa: E402
-
 BIAS = "cls.predictions.bias"
+
+
+def masked_counts(shard_dir):
+    """Counts of each token id among the masked positions (masked_lm_ids where masked_lm_positions != 0) of every
+    *training*.hdf5 file in shard_dir: an int64 array indexed by token id."""
+    counts = np.zeros(0, dtype=np.int64)
+    for path in sorted(glob.glob(os.path.join(shard_dir, "*training*.hdf5"))):
+        with h5py.File(path, "r") as f:
+            pos = f["masked_lm_positions"][:]
+            ids = f["masked_lm_ids"][:]
+        real = ids[pos != 0]
+        c = np.bincount(real)
+        if len(c) > len(counts):
+            counts = np.pad(counts, (0, len(c) - len(counts)))
+        counts[: len(c)] += c
+    return counts
 
 
 def main():

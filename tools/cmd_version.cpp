@@ -6,7 +6,6 @@
 #include <iostream>
 
 #include "bertrain/core/threads.h"
-#include "bertrain/core/version.h"
 #include "bertrain/core/cpu_peak.h"
 #include "bertrain/ops/ops.h"
 #include "commands.h"
@@ -16,7 +15,7 @@ namespace {
 Registrar reg{{"info", "print the version, thread count and oneDNN version", [](CLI::App&) {
                  return std::function<int()>([] {
                    const dnnl_version_t* v = dnnl_version();
-                   std::cout << "bertrain " << BERTRAIN_VERSION << "\nthreads " << num_threads() << "\noneDNN "
+                   std::cout << version_line() << "\nthreads " << num_threads() << "\noneDNN "
                              << v->major << "." << v->minor << "." << v->patch << " (cpu runtime "
                              << (v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\nbf16 matmuls (--bf16) "
                              << (matmul_bf16_native()      ? "native (AVX512_BF16)"

@@ -25,4 +25,12 @@ struct Registrar {
 /// Parses "true"/"false"/"1"/"0" the way google-research/bert's absl flags accept them.
 bool parse_bool_flag(const std::string& name, const std::string& value);
 
+/// The source revision this binary was built from (`git describe --always --dirty`, e.g. "4e75934" or
+/// "4e75934-dirty"), or "unknown" when the source was not a git checkout. Generated at build time
+/// (cmake/git_revision.cmake).
+const char* git_revision();
+
+/// "bertrain VERSION (git REVISION)": what `bertrain --version` and `bertrain info` print first.
+std::string version_line();
+
 }  // namespace bertrain::cli

@@ -19,6 +19,8 @@
 
 namespace bertrain::cli {
 
+std::string version_line() { return std::string("bertrain ") + BERTRAIN_VERSION + " (git " + git_revision() + ")"; }
+
 std::vector<Command>& registry() {
   static std::vector<Command> r;
   return r;
@@ -40,7 +42,7 @@ int main(int argc, char** argv) {
   // `bertrain tokenize ... > tokens.txt` keeps errors out of the data.
   spdlog::set_default_logger(spdlog::stderr_color_mt("bertrain"));
   CLI::App app{"bertrain: BERT pretraining and finetuning on CPUs"};
-  app.set_version_flag("--version", std::string("bertrain ") + BERTRAIN_VERSION);
+  app.set_version_flag("--version", cli::version_line());
   app.require_subcommand(1);
   std::string log_level = "info";
   int num_threads = 0;

@@ -34,13 +34,23 @@ namespace {
   ADD(ADD(ADD(ADD(x0, x1), ADD(x2, x3)), ADD(ADD(x4, x5), ADD(x6, x7))),                                      \
       ADD(ADD(ADD(x8, x9), ADD(x10, x11)), ADD(ADD(x12, x13), ADD(x14, x15))))
 
+// The lanes of v summed through memory. Not _mm512_reduce_add_ps: GCC 12.2 builds that from
+// _mm256_undefined_pd(), whose self-initialisation -Wuninitialized reports (GCC bug 105593).
+__attribute__((target("avx512f"))) float sum_lanes(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float r = 0;
+  for (float x : lanes) r += x;
+  return r;
+}
+
 __attribute__((target("avx512f"))) float fma_chains_avx512(long iters) {
   const __m512 a = _mm512_set1_ps(0.99999f), b = _mm512_set1_ps(1e-5f);
   BERTRAIN_CHAINS16(__m512, _mm512_set1_ps);
   for (long i = 0; i < iters; ++i) {
     BERTRAIN_STEP16(_mm512_fmadd_ps, a, b);
   }
-  return _mm512_reduce_add_ps(BERTRAIN_SUM16(_mm512_add_ps));
+  return sum_lanes(BERTRAIN_SUM16(_mm512_add_ps));
 }
 
 __attribute__((target("avx2,fma"))) float fma_chains_avx2(long iters) {
@@ -65,7 +75,7 @@ __attribute__((target("avx512f,avx512bf16"))) float dpbf16_chains(long iters) {
   for (long i = 0; i < iters; ++i) {
     BERTRAIN_STEP16(_mm512_dpbf16_ps, a, a);
   }
-  return _mm512_reduce_add_ps(BERTRAIN_SUM16(_mm512_add_ps));
+  return sum_lanes(BERTRAIN_SUM16(_mm512_add_ps));
 }
 
 #undef BERTRAIN_CHAINS16
@@ -98,8 +108,8 @@ double parallel_gflops(float (*chains)(long), double flops_per_iter, double seco
 #pragma omp single
       threads = omp_get_num_threads();
       float r = chains(iters);
-#pragma omp atomic
-      g_sink += r;
+#pragma omp critical(bertrain_cpu_peak_sink)
+      g_sink = g_sink + r;  // once per thread and run; `+=` on a volatile is deprecated in C++20
     }
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     best = std::max(best, flops_per_iter * static_cast<double>(iters) * threads / dt / 1e9);

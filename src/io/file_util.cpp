@@ -48,8 +48,9 @@ void AtomicFileWriter::commit() {
                  "' failed: ", std::strerror(errno));
   committed_ = true;
   // Make the rename itself durable.
-  std::string dir = std::filesystem::path(path_).parent_path().string();
-  if (dir.empty()) dir = ".";
+  // (Constructed, not assigned from a literal: GCC 12 reports a false -Wrestrict on string = "." at -O3, bug 105329.)
+  const std::string parent = std::filesystem::path(path_).parent_path().string();
+  const std::string dir = parent.empty() ? std::string(".") : parent;
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

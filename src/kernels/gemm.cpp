@@ -4,6 +4,14 @@
 // oneDNN accumulates in f32 (its bf16 matmul contract).
 #include "kernels/gemm.h"
 
+// GCC 12.2's AVX-512 headers define _mm512_undefined_ps() and its kin as `__m512 __Y = __Y; return __Y;`, and
+// -Wmaybe-uninitialized / -Wuninitialized then fire wherever Eigen's packet code (pset1, predux, ...) inlines them:
+// hundreds of reports about a value that is undefined on purpose (GCC bug 105593, fixed in GCC 12.3 and 13 by a
+// pragma inside the header). The same pragma here, for this file only, since the code at fault is the compiler's.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <Eigen/Core>
 #include <array>
 #include <map>

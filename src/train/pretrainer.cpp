@@ -344,7 +344,7 @@ struct PretrainTrainer::Impl {
 
   /// After the last step of a phase: evaluate, move the state to the next phase (not started yet) and save, so
   /// that a resume from this checkpoint begins the next phase afresh.
-  /// A phase whose num_train_steps was cut on --resume (e.g. by a stop rule, scripts/pretrain_long_run.sh) to the
+  /// A phase whose num_train_steps was cut on --resume (e.g. by a stop rule, experiments/long-run/pretrain_long_run.sh) to the
   /// step a mid-step checkpoint was taken at ends there: the unfinished step's micro-batches are dropped, not applied.
   void end_phase() {
     if (state.micro_batch_index != 0) {

@@ -792,7 +792,7 @@ TEST(InspectCli, BadFilesExitNonZeroWithOneClearError) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// the golden reference files (scripts/gen_golden.py) are readable and consistent
+// the golden reference files (tests/models/gen_golden.py) are readable and consistent
 
 TEST(GoldenFiles, ReadableWithConfigsInputsWeightsAndExpectations) {
   const std::string g = std::string(BERTRAIN_TEST_DATA_DIR) + "/golden/";

@@ -16,7 +16,7 @@ add_dependencies(tf_bert_test bertrain_cli)
 # Must-show 2's expected values are reproducible by their generator (Debian's python3 with torch, and the value
 # dump in ../shared): regenerated and compared byte for byte. Skipped (77) where either is missing.
 add_test(NAME tf_golden_regen
-  COMMAND sh -c "/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f '${PROJECT_SOURCE_DIR}/../shared/data/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.entries.json' ] || exit 77; /usr/bin/python3 '${PROJECT_SOURCE_DIR}/scripts/gen_tf_golden.py' --out - | cmp - '${PROJECT_SOURCE_DIR}/tests/fixtures/tf_checkpoints/golden_tiny_bert.json'")
+  COMMAND sh -c "/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f '${PROJECT_SOURCE_DIR}/../shared/data/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.entries.json' ] || exit 77; /usr/bin/python3 '${PROJECT_SOURCE_DIR}/tests/io/gen_tf_golden.py' --out - | cmp - '${PROJECT_SOURCE_DIR}/tests/fixtures/tf_checkpoints/golden_tiny_bert.json'")
 set_tests_properties(tf_golden_regen PROPERTIES LABELS slow SKIP_RETURN_CODE 77)
 
 # The protobuf codec of the bundle messages against protoc's code for src/io/tensor_bundle.proto. Not through

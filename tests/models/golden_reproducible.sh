@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# golden_reproducible.sh SOURCE_DIR: re-running scripts/gen_golden.py reproduces the committed files under
+# golden_reproducible.sh SOURCE_DIR: re-running tests/models/gen_golden.py reproduces the committed files under
 # tests/fixtures/golden byte for byte.
 set -euo pipefail
 src=$1
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-/usr/bin/python3 "$src/scripts/gen_golden.py" --out "$t" >/dev/null
+/usr/bin/python3 "$src/tests/models/gen_golden.py" --out "$t" >/dev/null
 n=0
 for f in "$src"/tests/fixtures/golden/*; do
   cmp "$f" "$t/$(basename "$f")"

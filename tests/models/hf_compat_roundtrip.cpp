@@ -1,6 +1,6 @@
 // hf_compat_roundtrip.cpp: the C++ step of the hf_compat ctest. Loads the transformers-style (hf_new) and the
 // old-style (hf_old: LayerNorm.gamma/beta, position_ids, decoder weight, google bert_config.json) checkpoints
-// written by scripts/hf_compat.py into bertrain's BertForPreTraining, strictly (every name must match), and
+// written by tests/models/hf_compat.py into bertrain's BertForPreTraining, strictly (every name must match), and
 // into a bare module tree with the Hugging Face names including a tied cls.predictions.decoder.weight; checks
 // all loads agree bit for bit, and saves the model for `hf_compat.py check`.
 // Usage: hf_compat_roundtrip HF_NEW_DIR HF_OLD_DIR OUT_DIR. Exit status 1 with a message on any mismatch.

@@ -274,7 +274,7 @@ TEST(Bert, MaskedLmAccuracyUsesTheFirstMaximum) {
   EXPECT_EQ(o.mlm_correct, want);
 }
 
-// The model-FLOP count of `bench train` (and scripts/bench_torch.py): bert-tiny at B 32, T 128, P 20, term by term.
+// The model-FLOP count of `bench train` (and tools/bench/scripts/bench_torch.py): bert-tiny at B 32, T 128, P 20, term by term.
 TEST(Flops, PretrainingStepByFormula) {
   BertConfig c;
   c.hidden_size = 128;

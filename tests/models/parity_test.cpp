@@ -1,4 +1,4 @@
-// parity_test.cpp: BertForPreTraining against an independent PyTorch reference (scripts/gen_golden.py, float64)
+// parity_test.cpp: BertForPreTraining against an independent PyTorch reference (tests/models/gen_golden.py, float64)
 // on a padded batch: outputs, losses and every parameter gradient, for both GELU forms, computed by bertrain in
 // f64 and in f32 (the real compute path, oneDNN GEMMs).
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // optim_test.cpp: optimizers against golden trajectories (tests/fixtures/optim_golden.json from
-// scripts/gen_optim_golden.py), CASES C18 and C19, exact state round trips, clip_grad_norm, thread independence,
+// tests/optim/gen_optim_golden.py), CASES C18 and C19, exact state round trips, clip_grad_norm, thread independence,
 // and option validation.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -164,12 +164,12 @@ uint64_t fnv1a64(const std::string& s) {
 // ---- golden trajectories ----
 
 TEST(OptimGolden, DataMatchesGeneratorScript) {
-  // Fails when scripts/gen_optim_golden.py changed but tests/fixtures/optim_golden.json was not regenerated.
-  const std::string script = read_file(std::string(BERTRAIN_SOURCE_DIR) + "/scripts/gen_optim_golden.py");
+  // Fails when tests/optim/gen_optim_golden.py changed but tests/fixtures/optim_golden.json was not regenerated.
+  const std::string script = read_file(std::string(BERTRAIN_SOURCE_DIR) + "/tests/optim/gen_optim_golden.py");
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(script)));
   EXPECT_EQ(golden().at("script_fnv1a64").get<std::string>(), std::string(hex))
-      << "regenerate: /usr/bin/python3 scripts/gen_optim_golden.py > tests/fixtures/optim_golden.json";
+      << "regenerate: /usr/bin/python3 tests/optim/gen_optim_golden.py > tests/fixtures/optim_golden.json";
   EXPECT_GE(golden().at("variants").size(), 15u);
 }
 

@@ -675,7 +675,7 @@ TEST(GlueMetrics, PerTaskSets) {
 
 // ---------------------------------------------------------------- the shared QNLI file, split by article
 
-// Runs scripts/split_qnli.py on ../shared/data (issue 7, Must-show 1) and reads both halves with the QNLI
+// Runs experiments/qnli-transfer/split_qnli.py on ../shared/data (issue 7, Must-show 1) and reads both halves with the QNLI
 // processor: every row is read, the counts add up to the 5035 shared rows, no question is in both halves, and
 // every example featurizes at max_seq_length 128. Skipped when the shared data or /usr/bin/python3 is absent.
 TEST(GlueQnliSplit, SplitByArticleReadsBack) {
@@ -683,7 +683,7 @@ TEST(GlueQnliSplit, SplitByArticleReadsBack) {
   if (!fs::exists(shared / "glue_qnli_dev" / "dev-shared.tsv") || !fs::exists("/usr/bin/python3"))
     GTEST_SKIP() << "needs ../shared/data/glue_qnli_dev and /usr/bin/python3";
   TempDir t;
-  const std::string cmd = "/usr/bin/python3 " + std::string(BERTRAIN_SOURCE_DIR) + "/scripts/split_qnli.py " + t.str() +
+  const std::string cmd = "/usr/bin/python3 " + std::string(BERTRAIN_SOURCE_DIR) + "/experiments/qnli-transfer/split_qnli.py " + t.str() +
                           " > " + t.str() + "/log.txt 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(t.str() + "/log.txt");
   auto p = make_glue_processor("QNLI");

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # qnli_committed_model_test.sh BUILD_DIR SOURCE_DIR: issue 16, must-show 6. Finetunes the committed pretrained
 # bert-mini (data/checkpoints/bert-mini-en: the long run's final model) on the QNLI slice shipped in data/qnli
-# (scripts/split_qnli.py of the shared GLUE QNLI dev file: 4073 training and 962 dev pairs, split by SQuAD article;
-# CC BY-SA 4.0, data/qnli/SOURCE.md) with the hyper-parameters of scripts/qnli_experiment.sh (length 96, batch 32,
+# (experiments/qnli-transfer/split_qnli.py of the shared GLUE QNLI dev file: 4073 training and 962 dev pairs, split by SQuAD article;
+# CC BY-SA 4.0, data/qnli/SOURCE.md) with the hyper-parameters of experiments/qnli-transfer/qnli_experiment.sh (length 96, batch 32,
 # 2 epochs, warmup 10%, lr 1e-4), and asserts that the dev accuracy run-classifier writes to eval_results.json is at
 # least 5 points above the majority class of dev.tsv (counted here from the file, not written in).
 # Label slow: a few minutes on 2 cores.

@@ -118,7 +118,7 @@ TEST(AlbertPreprocess, MatchesPythonOnAllCodePoints) {
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not installed";
   const fs::path tmp = fs::temp_directory_path() / ("bertrain_albert_pp_" + std::to_string(::getpid()));
   fs::create_directories(tmp);
-  const std::string script = kSourceDir + "/scripts/bert_tokenizer_ref.py";
+  const std::string script = kSourceDir + "/tests/reference/bert_tokenizer_ref.py";
   int st = 0;
   run("/usr/bin/python3 " + script + " unicode-stress > " + (tmp / "in.txt").string(), &st);
   ASSERT_EQ(st, 0);

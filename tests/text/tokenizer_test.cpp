@@ -220,7 +220,7 @@ TEST(FullTokenizer, IdsFromReleasedCasedVocab) {
   EXPECT_EQ(tok.vocab().id("##s"), 1116);
 }
 
-// Golden: the whole sample corpus through the Python reference (scripts/bert_tokenizer_ref.py).
+// Golden: the whole sample corpus through the Python reference (tests/reference/bert_tokenizer_ref.py).
 TEST(FullTokenizer, MatchesPythonReferenceOnSampleCorpus) {
   const auto input = split_lines(read_file(std::string(BERTRAIN_SOURCE_DIR) + "/data/gutenberg/sample_small.txt"));
   struct Case {
@@ -248,7 +248,7 @@ TEST(FullTokenizer, MatchesPythonReferenceOnSampleCorpus) {
 TEST(BasicTokenizer, MatchesPythonUnicodeDatabaseOnAllCodePoints) {
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not installed";
   const fs::path dir = temp_dir("tokenizer_test");
-  const std::string script = kSourceDir + "/scripts/bert_tokenizer_ref.py";
+  const std::string script = kSourceDir + "/tests/reference/bert_tokenizer_ref.py";
   int st = 0;
   run("/usr/bin/python3 " + script + " unicode-stress > " + (dir / "stress.txt").string(), &st);
   ASSERT_EQ(st, 0);

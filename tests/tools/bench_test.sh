@@ -4,10 +4,10 @@
 #          JSON field present, the FLOP count equal to the documented formula, positive rates, MFU = GFLOP/s / peak.
 #   train_bf16: the same with --bf16 (one model): the JSON says bf16, mfu_fp32_peak = GFLOP/s / fp32 peak.
 #   No check compares two timings: they depend on how busy the machine is (DESIGN.md section 9).
-#   torch: scripts/bench_torch.py on bert-tiny (batch 4): the same JSON fields. Exit 77 (skipped) without torch.
+#   torch: tools/bench/scripts/bench_torch.py on bert-tiny (batch 4): the same JSON fields. Exit 77 (skipped) without torch.
 #   finetune: `bertrain bench finetune` on bert-tiny over a generated single-sentence TSV (48 rows, batch 4, T 32),
 #          paths padded, dynamic, unpad, auto, dynamic+gbl: the lengths against the reference tokenizer
-#          (scripts/bert_tokenizer_ref.py), each batch's T by the padding rule, the same batches on every path
+#          (tests/reference/bert_tokenizer_ref.py), each batch's T by the padding rule, the same batches on every path
 #          without +gbl, which steps took the unpadded encoder, FLOPs on real tokens by the formula, the rates as
 #          sums; and scripts/make_question_task.py on the SQuAD fixture (labels by its rule).
 #   torch_finetune: bench_torch.py --mode finetune on the same file: the same lengths and positions, batches padded
@@ -153,7 +153,7 @@ case "$mode" in
   torch_finetune)
     /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipped: /usr/bin/python3 has no torch"; exit 77; }
     make_task "$tmp/task"
-    /usr/bin/python3 "$src/scripts/bench_torch.py" --mode finetune --task_name generic --data_dir "$tmp/task" \
+    /usr/bin/python3 "$src/tools/bench/scripts/bench_torch.py" --mode finetune --task_name generic --data_dir "$tmp/task" \
       --labels 0,1 --models tiny --batch_size 4 --max_seq_length 32 --steps 3 --warmup 1 --peak_gflops 1000 \
       --json_out "$tmp/out.jsonl" | tee "$tmp/out.txt"
     for h in "OMP_WAIT_POLICY=PASSIVE" "OpenBLAS:" "group_by_length True" real_tok_s mfu_re; do
@@ -178,7 +178,7 @@ case "$mode" in
     ;;
   torch)
     /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "skipped: /usr/bin/python3 has no torch"; exit 77; }
-    /usr/bin/python3 "$src/scripts/bench_torch.py" --models tiny --seq_lens 128 --batch_size 4 --steps 2 --warmup 1 \
+    /usr/bin/python3 "$src/tools/bench/scripts/bench_torch.py" --models tiny --seq_lens 128 --batch_size 4 --steps 2 --warmup 1 \
       --peak_gflops 1000 --json_out "$tmp/out.jsonl" | tee "$tmp/out.txt"
     for h in "OMP_WAIT_POLICY=PASSIVE" "OpenBLAS:" "AdamW" seq_s mfu rss_mib; do
       grep -q "$h" "$tmp/out.txt" || { echo "missing '$h' in the printed output"; exit 1; }

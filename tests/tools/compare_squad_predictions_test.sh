@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compare_squad_predictions_test.sh BUILD_DIR SOURCE_DIR: scripts/compare_squad_predictions.py (issue 17,
+# compare_squad_predictions_test.sh BUILD_DIR SOURCE_DIR: tests/tools/compare_squad_predictions.py (issue 17,
 # must-show 3).
 #   1. Hand-made runs: identical runs exit 0 with nothing listed; an answer that differs where both runs score
 #      the two spans 4e-6 apart is listed as a near-tie (exit 0, gaps printed); one 0.5 apart, or whose answer
@@ -8,11 +8,11 @@
 #   2. Through the binary: bert-tiny finetuned 2 steps on the SQuAD fixture, then `run-squad --do_predict` padded
 #      to max_seq_length on the padded encoder, dynamically padded (length-sorted) on the unpadded encoder, and the
 #      defaults: the script finds the same answers (exit 0) and n-best logits within 1e-5 of each other.
-#   3. scripts/squad_predict_compare.py, one round on the same model and fixture: the three rows of its table, no
+#   3. experiments/squad-transfer/squad_predict_compare.py, one round on the same model and fixture: the three rows of its table, no
 #      differing question, the same EM/F1 on every path, and a rerun resumes without running anything.
 set -euo pipefail
 build=$1 src=$2
-cmp_py=("/usr/bin/python3" "$src/scripts/compare_squad_predictions.py")
+cmp_py=("/usr/bin/python3" "$src/tests/tools/compare_squad_predictions.py")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 die() { echo "FAIL: $*" >&2; exit 1; }
@@ -105,8 +105,8 @@ assert int(m.group(1)) == 0 and float(m.group(2)) <= 1e-5 and float(m.group(3)) 
 PY
 done
 
-# --- 3. scripts/squad_predict_compare.py, one round on the fixture: three paths, same answers, the table -------
-/usr/bin/python3 "$src/scripts/squad_predict_compare.py" --init_checkpoint "$tmp/model/checkpoint-2" \
+# --- 3. experiments/squad-transfer/squad_predict_compare.py, one round on the fixture: three paths, same answers, the table -------
+/usr/bin/python3 "$src/experiments/squad-transfer/squad_predict_compare.py" --init_checkpoint "$tmp/model/checkpoint-2" \
   --predict_file "$squad" --rounds 1 --out_dir "$tmp/cmp" --max_seq_length 96 --doc_stride 32 \
   --bertrain "$bin" --vocab_file "$src/data/vocab/bert-base-uncased-vocab.txt" > "$tmp/cmp.md" 2> "$tmp/cmp.log" \
   || { cat "$tmp/cmp.log" "$tmp/cmp.md" >&2; die "squad_predict_compare.py"; }
@@ -125,7 +125,7 @@ assert len({(r["evaluate"]["exact_match"], r["evaluate"]["f1"]) for r in rs}) ==
 assert all(r["wall_seconds"] > 0 and r["compare"]["not_near_ties"] == 0 for r in rs if r["unit"] != "padded"), rs
 PY
 # A second run resumes: nothing is run again.
-/usr/bin/python3 "$src/scripts/squad_predict_compare.py" --init_checkpoint "$tmp/model/checkpoint-2" \
+/usr/bin/python3 "$src/experiments/squad-transfer/squad_predict_compare.py" --init_checkpoint "$tmp/model/checkpoint-2" \
   --predict_file "$squad" --rounds 1 --out_dir "$tmp/cmp" --max_seq_length 96 --doc_stride 32 \
   --bertrain "$bin" --vocab_file "$src/data/vocab/bert-base-uncased-vocab.txt" 2> "$tmp/cmp2.log" > /dev/null
 ! grep -q "^+" "$tmp/cmp2.log" || die "resume ran units again"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# long_run_snapshot_test.sh BUILD_DIR SOURCE_DIR: scripts/long_run_snapshot.py (issue 16's long run across a lost
+# long_run_snapshot_test.sh BUILD_DIR SOURCE_DIR: experiments/long-run/long_run_snapshot.py (issue 16's long run across a lost
 # machine) on a tiny AdamW run with gradient accumulation:
 # - save takes the newest checkpoint; one saved in the middle of a step (by SIGTERM) is rewound to the step's start
 #   (micro_batch_index and cursor 0, partial losses and gradient sum dropped), and metrics.jsonl is cut at its step;
@@ -9,7 +9,7 @@
 #   an OUT that has a checkpoint (exit 1) and a directory without SNAPSHOT.json (exit 2);
 # - the trainer resumes from the restored checkpoint, and its next two steps' losses are within 1e-3 of an exact resume.
 . "$(dirname "$0")/p32_prelude.sh"
-snap=(/usr/bin/python3 "$src/scripts/long_run_snapshot.py")
+snap=(/usr/bin/python3 "$src/experiments/long-run/long_run_snapshot.py")
 common=(--num_threads 1 pretrain --no_progress --vocab_file="$src/data/vocab/bert-base-uncased-vocab.txt"
         --bert_config_file="$build/trainer_test/tiny.json" --input_file="$data" --max_seq_length=32
         --max_predictions_per_seq=5 --train_batch_size=4 --micro_batch_size=2 --num_warmup_steps=1

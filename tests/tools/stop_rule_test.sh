@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# stop_rule_test.sh SOURCE_DIR: scripts/stop_rule.py (issue 16's stop rule) on hand-made output directories:
+# stop_rule_test.sh SOURCE_DIR: experiments/long-run/stop_rule.py (issue 16's stop rule) on hand-made output directories:
 # it keeps training while the held-out loss falls fast enough or there is less than a window of evaluations,
 # fires (exit 1) when it falls by less than the rate, counts a step replayed by --resume once, and refuses an
 # unreadable directory with exit 2.
 set -euo pipefail
-rule="$1/scripts/stop_rule.py"
+rule="$1/experiments/long-run/stop_rule.py"
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 # make DIR DROP_PER_HOUR [REPLAY]: 72 steps of batch 100 at 0.5 seq/s (200 s each: 18 steps per hour), an

@@ -221,7 +221,7 @@ TEST(PretrainResume, CursorOfABertrainBeforeTheStreamingLoaderIsConverted) {
 }
 
 TEST(PretrainResume, PhaseCutOnResumeAtAMidStepCheckpointDropsThePartialStep) {
-  // scripts/pretrain_long_run.sh ends phase 1 where the stop rule fired: SIGTERM (here mid-step, inside update 9),
+  // experiments/long-run/pretrain_long_run.sh ends phase 1 where the stop rule fired: SIGTERM (here mid-step, inside update 9),
   // then --resume with phase 1's num_train_steps cut to the steps done (8). The unfinished step is dropped, phase 1
   // ends (weights and moments as after update 8) and phase 2 follows: bit-identical to a run planned with 8 steps.
   // The learning rate is constant after warmup, so phase 1's first 8 updates do not depend on its length.

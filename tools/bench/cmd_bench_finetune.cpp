@@ -340,7 +340,7 @@ int run_finetune_bench(const FinetuneBenchFlags& f) {
   }
   if (models.size() * paths.size() > 1)
     std::printf("rss_mib is the process's high-water mark so far: run one model and path per process for "
-                "per-path figures (scripts/bench_finetune_compare.sh does); alloc_mib is per path.\n");
+                "per-path figures (tools/bench/scripts/bench_finetune_compare.sh does); alloc_mib is per path.\n");
   return 0;
 }
 

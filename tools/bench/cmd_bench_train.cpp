@@ -79,7 +79,7 @@ struct TrainBenchFlags {
   std::string json_out;
   bool bf16 = false;
   // The padded encoder by default: the FLOP count below counts padded positions, and PyTorch's side of issue 9's
-  // table (scripts/bench_torch.py) computes them too. --unpad auto|always measures the unpadded encoder.
+  // table (tools/bench/scripts/bench_torch.py) computes them too. --unpad auto|always measures the unpadded encoder.
   Unpad unpad = Unpad::never;
 };
 

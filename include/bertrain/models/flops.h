@@ -1,6 +1,6 @@
 // flops.h: model FLOPs of one BERT pretraining step and of one sequence-classification finetuning step
 // (forward + backward), the numerators of model FLOPs utilisation (MFU) in `bertrain bench train`,
-// `bertrain bench finetune` and scripts/bench_torch.py.
+// `bertrain bench finetune` and tools/bench/scripts/bench_torch.py.
 #pragma once
 
 #include <cstdint>

@@ -31,18 +31,12 @@ const char* tag_scheme_name(TagScheme s) {
 
 SplitTag split_tag(std::string_view tag) {
   // seqeval: tag = chunk[0]; type = chunk[1:].split('-', maxsplit=1)[-1] or '_'.
-  SplitTag s;
-  if (tag.empty()) {
-    s.prefix = '\0';
-    s.type = "_";
-    return s;
-  }
-  s.prefix = tag[0];
+  // Built, not assigned from a literal: GCC 12 reports a false -Wrestrict on string = "_" at -O3 (bug 105329).
+  if (tag.empty()) return SplitTag{'\0', std::string("_")};
   std::string_view rest = tag.substr(1);
   const size_t dash = rest.find('-');
   if (dash != std::string_view::npos) rest = rest.substr(dash + 1);
-  s.type = rest.empty() ? "_" : std::string(rest);
-  return s;
+  return SplitTag{tag[0], std::string(rest.empty() ? std::string_view("_") : rest)};
 }
 
 std::string tag_problem(std::string_view tag, TagScheme scheme) {
