@@ -7,8 +7,8 @@
 #   scripts/fuzz.sh [--runs N] [--time S] [TARGET...]
 #                                        long runs, one target at a time under `nice -n 19`, each until N executions
 #                                        (default 1,000,000) or S seconds (default 1800), whichever comes first, with
-#                                        a growing corpus and findings in OUT/TARGET/ (OUT default /work/runs/fuzz,
-#                                        else /tmp/bertrain-fuzz); one summary line per target in OUT/summary.tsv
+#                                        a growing corpus and findings in OUT/TARGET/ (OUT default ../runs/fuzz
+#                                        beside the clone); one summary line per target in OUT/summary.tsv
 #   scripts/fuzz.sh --build-only
 # BUILD_DIR (default build-fuzz) and JOBS (default: all cores) may be set in the environment.
 #
@@ -52,7 +52,7 @@ case $mode in
   ci) exec ctest --test-dir "$BUILD_DIR" -L fuzz "${ci_only[@]}" --output-on-failure -j "$JOBS" ;;
 esac
 
-OUT=${OUT:-$([ -d /work/runs ] && echo /work/runs/fuzz || echo /tmp/bertrain-fuzz)}
+OUT=${OUT:-$(cd .. && pwd)/runs/fuzz}
 mkdir -p "$OUT"
 for t in "${targets[@]}"; do
   d="$OUT/$t"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_question_task.py: the questions of a SQuAD v1.1/v2.0 file as a generic single-sentence classification task
-(issue 17, Must-show 2: single short sentences), for `bertrain run-classifier --task_name generic` and
+(single short sentences, the opposite of QNLI's long pairs for dynamic padding), for `bertrain run-classifier --task_name generic` and
 `bertrain bench finetune`.
 
 Label rule (documented, deterministic): label "1" when the question, stripped of leading whitespace and

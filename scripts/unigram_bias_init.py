@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """unigram_bias_init.py: a copy of a checkpoint whose masked-LM output bias is the log unigram distribution of the
 training shards' masked tokens, so that the model predicts token frequencies from step 0 instead of spending its
-first few hundred steps learning them (issue 16's recipe search, row "bias-unigram"). Karpathy's "init well" advice
+first few hundred steps learning them (the recipe search's row "bias-unigram", experiments/recipe-search). Karpathy's "init well" advice
 ("A Recipe for Training Neural Networks", 2019): set the final layer's bias so that the initial loss is what the
 output distribution alone would give.
 

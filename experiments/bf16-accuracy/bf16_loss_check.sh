@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bf16_loss_check.sh: issue 9's bf16 accuracy check. Pretrains bert-mini twice from the same seed on the same
+# bf16_loss_check.sh: does --bf16 train as well as fp32? Pretrains bert-mini twice from the same seed on the same
 # shards of the bundled sample (data/gutenberg/sample_small.txt): once in fp32, once with --bf16. Prints the
 # mean training loss over the last 100 steps of each (steps 901-1000 by default) and their relative difference;
 # the target is |bf16 - fp32| / fp32 <= 1%. The exit status is 0 either way (1 only on errors), the verdict

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# chinese_experiment.sh: issue 19 Must-show 3. A Chinese bert-mini (bert-base-chinese vocab) pretrained with
+# chinese_experiment.sh: pretraining and transfer in Chinese. A Chinese bert-mini (bert-base-chinese vocab) pretrained with
 # whole-word masking on the shared Chinese corpus, then finetuned on Chinese NER (UNER zh_gsdsimp) and on CMRC 2018
 # (its dev split by article, experiments/chinese/split_cmrc.py), against random initialisation with the same flags and steps.
 # Steps: the corpus to Simplified characters with Debian's opencc (t2s); a word segmentation with jieba and the
 # reference file (scripts/chinese_ref.py, Hugging Face run_chinese_ref.py's format); shards with
 # --do_whole_word_mask --chinese_ref_file; pretraining (configs/pretrain/bert-mini-chinese-wwm.json); finetuning.
-# Everything goes to $OUT (default /work/runs/chinese_experiment). PRETRAIN_STEPS (300), FINETUNE_STEPS (300, NER),
+# Everything goes to $OUT (default ../runs/chinese_experiment beside the clone). PRETRAIN_STEPS (300), FINETUNE_STEPS (300, NER),
 # CMRC_STEPS (150), THREADS (2), NICE (19), INITS ("pretrained random": which finetuning runs; "random" alone
 # skips pretraining, so the random-initialisation runs can go beside it). SMALL=1 uses the 12-chapter sample
 # corpus instead of the full one.
@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$root/build/bertrain}
 DATA=${DATA:-$root/../shared/data}
-OUT=${OUT:-/work/runs/chinese_experiment}
+OUT=${OUT:-$root/../runs/chinese_experiment}
 PRETRAIN_STEPS=${PRETRAIN_STEPS:-300}
 FINETUNE_STEPS=${FINETUNE_STEPS:-300}
 CMRC_STEPS=${CMRC_STEPS:-150}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""split_cmrc.py DEV TRIAL OUT_DIR: a CMRC 2018 train/dev split by article for issue 19's experiment (CMRC's
+"""split_cmrc.py DEV TRIAL OUT_DIR: a CMRC 2018 train/dev split by article for experiments/chinese (CMRC's
 train file is not available here). Articles of the official dev file at position % 5 == 4 (0-based, file order)
 form OUT_DIR/dev.json; the other dev articles plus every trial article form OUT_DIR/train.json. Dev and trial
 share no article id; no paragraph is in both outputs. Training questions keep only their first answer (dev has

@@ -10,7 +10,7 @@ make_shards() {
   mv "$2.tmp" "$2"
 }
 
-# english_corpus D: issue 16's English corpus in D (needs SHARED): the Gutenberg books split by
+# english_corpus D: the recipe search's English corpus in D (needs SHARED): the Gutenberg books split by
 # experiments/common/split_corpus.py into D/gutenberg/{train,heldout}.txt, and the SQuAD v1.1 train contexts split by
 # experiments/common/squad_corpus.py into D/wiki/{train,heldout}.txt. Each is written to a .tmp directory and renamed.
 english_corpus() {

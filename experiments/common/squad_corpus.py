@@ -3,7 +3,7 @@
 create-pretraining-data reads (one sentence per line, a blank line between documents; one document per
 Wikipedia article, its paragraphs in order).
 
-Used to continue pretraining bert-mini in-domain before the QNLI experiment (issue 7): QNLI's rows come from
+Used to continue pretraining bert-mini in-domain before the QNLI experiment (experiments/qnli-transfer): QNLI's rows come from
 SQuAD v1.1 *dev* articles, and SQuAD's train and dev articles are disjoint, so this corpus holds none of the
 QNLI passages. The script checks that: it counts the QNLI sentences (../shared/data/glue_qnli_dev) that also
 occur as a sentence of the corpus (a few do: Wikipedia articles quote each other) and drops those sentences

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""long_run_model_card.py: exports the long run's final model (issue 16, part 3) for the repository.
+"""long_run_model_card.py: exports the long run's final model for the repository.
 
 Copies OUT/final/{model.safetensors,config.json,vocab.txt} (f32 safetensors, Hugging Face names) to MODEL_DIR and
 writes MODEL_DIR/SOURCE.md: the recipe (phases as run, with a phase cut by the stop rule), the corpus, the steps,
@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stop_rule import load, training_hours  # noqa: E402
 
-LIMIT_BYTES = 50 * 1000 * 1000  # issue 16: at most 50 MB
+LIMIT_BYTES = 50 * 1000 * 1000  # a committed model stays small: at most 50 MB
 
 
 def fail(msg):
@@ -93,7 +93,7 @@ def main():
     for f in ("model.safetensors", "config.json", "vocab.txt"):
         shutil.copy(os.path.join(final, f), tmp)
     L = []
-    L.append("# bert-mini-en: bertrain's long pretraining run (issue 16, part 3)\n")
+    L.append("# bert-mini-en: bertrain's long pretraining run\n")
     L.append("A BERT-mini (4 layers, hidden 256, 4 heads, intermediate 1024; Hugging Face `config.json` and parameter names,")
     L.append("f32 safetensors) with its masked-LM and next-sentence heads, pretrained from scratch by")
     L.append("`experiments/long-run/pretrain_long_run.sh` on two cores of this project's machine; exported %s. The training text is"

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""long_run_snapshot.py: carries issue 16's long pretraining run (experiments/long-run/pretrain_long_run.sh) across a lost machine.
+"""long_run_snapshot.py: carries the long pretraining run (experiments/long-run/pretrain_long_run.sh) across a lost machine.
 
-A session's processes end when it stops, and the machine may come back without ../runs (it did on 2026-12-02, twice).
-An exact checkpoint of bert-mini is 135 MB (f32 weights and both AdamW moments), too much to commit at every stop,
-so this keeps a near-exact one of 45 MB in the repository:
+A run of many hours may lose its output directory (OUT, outside the clone) with the machine it ran on. An exact
+checkpoint of bert-mini is 135 MB (f32 weights and both AdamW moments), so this keeps a near-exact one of 45 MB
+elsewhere (SNAPSHOT in pretrain_long_run.sh), from which the run continues:
 
   save OUT DIR CONFIG     the newest checkpoint of OUT/run (one saved by SIGTERM in the middle of a step is
                    rewound to the step's start: its partial gradient sum is dropped) -> DIR: the weights and AdamW's second moment

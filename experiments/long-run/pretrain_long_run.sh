@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pretrain_long_run.sh: issue 16's long run (part 3). The recipe chosen by the search (docs/pretraining-recipes.md,
+# pretrain_long_run.sh: the long pretraining run. The recipe chosen by the search (experiments/recipe-search,
 # CONFIG below) on the English corpus of the search: the Gutenberg training books and the SQuAD v1.1 train
 # contexts (experiments/common/split_corpus.py, experiments/common/squad_corpus.py; no SQuAD dev article, from which QNLI comes), in the
 # LAMB recipe's two-phase shape: phase 1 at length 128, phase 2 at 512 with the learning rate warmed up again.
@@ -21,12 +21,9 @@
 # ../shared), CONFIG (default configs/pretrain/bert-mini-long.json), INIT=unigram (start from the recipe's own
 # initial weights with the masked-LM bias at the log unigram distribution, scripts/unigram_bias_init.py),
 # MIN_RATE (default 0.02 nats per hour), WINDOW (default 1 hour of training), THREADS (default: all cores),
-# SNAPSHOT (default data/long-run-snapshot, in the clone; empty: none): a 45 MB near-exact snapshot that is
-# committed, so that the run survives the loss of OUT (experiments/long-run/long_run_snapshot.py: bf16 weights and second moment).
-# Each evaluation and each pause save it (commit it with scripts/commit_snapshot.sh, never a plain `git add`: each
-# replacement counts about 91 MB against the 256 MiB of diff a stop may submit, and the script keeps it at one per
-# submission); a start whose OUT has no checkpoint, or an older one, continues from it.
-# Set SNAPSHOT= (empty) for a separate run of the same CONFIG.
+# SNAPSHOT (default: none; e.g. a directory on other storage): a 45 MB near-exact snapshot kept apart from OUT, so
+# that the run survives the loss of OUT (experiments/long-run/long_run_snapshot.py: bf16 weights and second moment).
+# Each evaluation and each pause save it; a start whose OUT has no checkpoint, or an older one, continues from it.
 # MODEL_DIR (default data/checkpoints/bert-mini-en, in the clone; empty: none): at the end, the final model's weights,
 # config.json, vocab.txt and a SOURCE.md with the recipe, corpus, steps, hours and held-out numbers
 # (experiments/long-run/long_run_model_card.py), to be committed.
@@ -67,7 +64,7 @@ segment() {
   echo "$1 $(date +%s) $(date -u +%FT%TZ)" >> "$OUT/wall.log"
   if [ "$1" = start ]; then in_segment=1; else in_segment=0; fi
 }
-SNAPSHOT=${SNAPSHOT-data/long-run-snapshot}
+SNAPSHOT=${SNAPSHOT-}
 MODEL_DIR=${MODEL_DIR-data/checkpoints/bert-mini-en}
 save_snapshot() {
   [ -n "$SNAPSHOT" ] && [ ! -f "$OUT/TRAINED" ] || return 0
@@ -113,7 +110,7 @@ if [ -n "$SNAPSHOT" ] && [ -f "$snap/SNAPSHOT.json" ] && [ ! -f "$OUT/TRAINED" ]
   fi
 fi
 
-# ---- the projection first (issue 16: every run starts with `bertrain estimate` of its budget) ----
+# ---- the projection first (every run starts with `bertrain estimate` of its budget, so a plan that cannot finish is seen at once) ----
 if [ ! -s "$OUT/estimate.txt" ]; then
   bg nice "$BIN" "${thr[@]}" estimate "${args[@]}" "$@" > "$OUT/estimate.txt.tmp"
   mv "$OUT/estimate.txt.tmp" "$OUT/estimate.txt"
@@ -216,5 +213,5 @@ PY
 done > "$OUT/final_eval/summary.txt.tmp"
 mv "$OUT/final_eval/summary.txt.tmp" "$OUT/final_eval/summary.txt"
 cat "$OUT/final_eval/summary.txt"
-# ---- the model for the repository (issue 16: committed once, at most 50 MB) ----
+# ---- the model for the repository (committed once, at most 50 MB) ----
 [ -z "$MODEL_DIR" ] || /usr/bin/python3 experiments/long-run/long_run_model_card.py "$OUT" "$MODEL_DIR" "$CONFIG"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""stop_rule.py: issue 16's stop rule for a long pretraining run, read from its output directory.
+"""stop_rule.py: the stop rule for a long pretraining run, read from its output directory.
 
 The rule: stop when the held-out masked-LM loss improves by less than MIN_RATE nats per hour of training (default
 0.02), measured over the last WINDOW hours of training (default 1). Hours of training are the sum of the steps'

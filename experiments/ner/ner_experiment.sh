@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# ner_experiment.sh [CHECKPOINT]: issue 19 Must-show 2. `bertrain run-ner` on WNUT-17 and the Broad Twitter
+# ner_experiment.sh [CHECKPOINT]: what pretraining gives token classification. `bertrain run-ner` on WNUT-17 and the Broad Twitter
 # Corpus (entity F1 on dev) and UPOS tagging on UD English-EWT (token accuracy on dev), from random
 # initialisation and, when CHECKPOINT (an English bert-mini pretraining checkpoint) is given, from it too, with
-# the same flags and steps. Outputs under $OUT (default /work/runs/ner_experiment), never in the repository.
+# the same flags and steps. Outputs under $OUT (default ../runs/ner_experiment beside the clone), never in the repository.
 # STEPS (default 300) caps each run (--max_steps); EPOCHS (default 3, --num_train_epochs); LR (default 1e-4);
 # TASKS (default "wnut17 btc ewt_upos": which tasks to run); THREADS (default 2); NICE (default 19).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$root/build/bertrain}
 DATA=${DATA:-$root/../shared/data}
-OUT=${OUT:-/work/runs/ner_experiment}
+OUT=${OUT:-$root/../runs/ner_experiment}
 STEPS=${STEPS:-300}
 EPOCHS=${EPOCHS:-3}
 LR=${LR:-1e-4}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pretrain_bert_mini_wiki.sh: continues the Gutenberg bert-mini on Wikipedia text (domain-adaptive pretraining
-# before the QNLI experiment of issue 7). The corpus is the SQuAD v1.1 TRAIN contexts (experiments/common/squad_corpus.py:
+# before the QNLI experiment, experiments/qnli-transfer). The corpus is the SQuAD v1.1 TRAIN contexts (experiments/common/squad_corpus.py:
 # 430 articles to train on, the last 12 held out; SQuAD's train and dev articles are disjoint and QNLI comes
 # from dev, so no QNLI passage is in it). Shards T=128/P=20, dupe_factor 6; then
 # configs/pretrain/bert-mini-wiki-continue.json (3000 steps of 64, LAMB lr 1.5e-3 warmed up again) from

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# qnli_experiment.sh: issues 7 and 16's experiment. Splits ../shared/data/glue_qnli_dev by SQuAD article
+# qnli_experiment.sh: what pretraining gives sentence-pair classification. Splits ../shared/data/glue_qnli_dev by SQuAD article
 # (experiments/qnli-transfer/split_qnli.py: 35 articles / 4073 rows train, 8 articles / 962 rows dev), then finetunes bert-mini
 # on it from a pretrained checkpoint and from random initialisation (the checkpoint's config.json), with the same
 # hyper-parameters and number of steps, for every learning rate of the grid LRS and seeds 1-3. Each init is

@@ -1,6 +1,5 @@
 #!/usr/bin/python3
-"""split_qnli.py: splits the shared GLUE QNLI dev file into train.tsv and dev.tsv BY SQuAD ARTICLE (issue 7,
-Must-show 1), so that no question, passage or article is in both halves.
+"""split_qnli.py: splits the shared GLUE QNLI dev file into train.tsv and dev.tsv BY SQuAD ARTICLE, so that no question, passage or article is in both halves.
 
 Rule (documented, deterministic): every QNLI question is a SQuAD v1.1 dev question; the article of a row is the
 0-based position, in the SQuAD dev JSON's "data" list, of the article holding that question. Rows of articles at

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# recipe_search.sh: issue 16's pretraining recipe search in miniature. Each row is one hypothesis: the base
+# recipe_search.sh: a pretraining recipe search in miniature. Each row is one hypothesis: the base
 # recipe (configs/pretrain/search/base.json: bert-mini, LAMB lr 2e-3, global batch 128, warmup 10%, linear decay,
 # dropout 0.1, next-sentence on, 15% masking, length 128, fp32) with one thing changed, trained on the same
 # shards for the same token budget (49,152 sequences of 128 = 6.29 M tokens, about 20-25 minutes of bert-mini on

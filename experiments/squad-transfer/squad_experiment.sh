@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# squad_experiment.sh: issue 8's experiment. Finetunes bert-mini on the first N questions of the shared
+# squad_experiment.sh: what pretraining gives SQuAD. Finetunes bert-mini on the first N questions of the shared
 # SQuAD v1.1 train file (one epoch) from a pretrained checkpoint and, with the same seed, hyper-parameters and
 # number of steps, from random initialisation; predicts the shared v1.1 dev file with both and scores them
 # with squad-evaluate. The two runs go side by side with one thread each (OMP_NUM_THREADS=1), which uses the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""squad_predict_compare.py: issue 17, must-show 3. `bertrain run-squad --do_predict` on the shared SQuAD v1.1 dev
+"""squad_predict_compare.py: do the faster batch paths change SQuAD answers? `bertrain run-squad --do_predict` on the shared SQuAD v1.1 dev
 file with one finetuned model, f32, on each path:
   padded   the path before dynamic padding: every window padded to max_seq_length, padded encoder
            (--pad_to_max_length --unpad never)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# gen_tf_golden.py: the independent PyTorch forward of issue 20, Must-show 2. Builds the tiny google-research/bert
+# gen_tf_golden.py: the independent PyTorch forward for the TF checkpoint tests. Builds the tiny google-research/bert
 # pretraining checkpoint's model from the values ../shared/data/tf_checkpoints/list_bundle.py dumped
 # (bert_model.ckpt.entries.json: every value, no TensorFlow and no bertrain code involved), maps the TF variables
 # to Hugging Face names with its own table (written from ../shared/CASES.md C33, separately from bertrain's

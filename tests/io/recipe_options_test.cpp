@@ -1,5 +1,5 @@
 // recipe_options_test.cpp: every field of LambOptions, AdamWOptions and LrScheduleOptions can be set through a
-// recipe key and through a `bertrain pretrain` flag (issue 15), and the resolved recipe.json a run writes holds it.
+// recipe key and through a `bertrain pretrain` flag, and the resolved recipe.json a run writes holds it.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

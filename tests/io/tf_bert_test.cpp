@@ -1,6 +1,6 @@
-// tf_bert_test.cpp: google-research/bert checkpoints in bertrain (issue 20): CASES.md C33's name, transpose and head
-// rules (a square kernel included), the independent PyTorch forward (Must-show 2), round trips TF -> bertrain -> TF
-// and bertrain -> TF -> bertrain (Must-show 3), and the bad-input cases with nothing written (Must-show 4).
+// tf_bert_test.cpp: google-research/bert checkpoints in bertrain: CASES.md C33's name, transpose and head
+// rules (a square kernel included), the independent PyTorch forward, round trips TF -> bertrain -> TF
+// and bertrain -> TF -> bertrain, and the bad-input cases with nothing written.
 #include <gtest/gtest.h>
 #include <leveldb/options.h>
 #include <leveldb/table_builder.h>
@@ -292,7 +292,7 @@ TEST(TfBertLoad, DecoderBiasAndWeightTies) {
   EXPECT_FALSE(fs::exists(t.dir / "tf"));
 }
 
-// ---- Must-show 2: the independent PyTorch forward ------------------------------------------------------
+// ---- the independent PyTorch forward ------------------------------------------------------
 
 TEST(TfGolden, LogitsMatchIndependentPyTorch) {
   const json g = json::parse(test::read_file(kData + "/golden_tiny_bert.json"));
@@ -365,7 +365,7 @@ TEST(TfGolden, LogitsMatchIndependentPyTorch) {
   }
 }
 
-// ---- Must-show 3: round trips -----------------------------------------------------------------------------
+// ---- round trips -----------------------------------------------------------------------------
 
 // TF -> bertrain -> TF keeps every model variable's name, dtype, shape and bytes and drops the 93 optimizer
 // variables; checked with our reader and, independently, with list_bundle.py.
@@ -476,7 +476,7 @@ TEST(TfRoundTrip, LabelNamesMustMatchClassifierRows) {
   EXPECT_FALSE(fs::exists(back));
 }
 
-// ---- Must-show 4: bad input, one line each, nothing written ----------------------------------------------
+// ---- bad input, one line each, nothing written ----------------------------------------------
 
 TEST(TfErrors, OneLineNamingFileAndTensorNothingWritten) {
   struct Case {

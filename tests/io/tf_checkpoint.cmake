@@ -1,4 +1,4 @@
-# TensorFlow checkpoints (issue 20), included from tests/io/CMakeLists.txt: the tensor-bundle reader and writer,
+# TensorFlow checkpoints, included from tests/io/CMakeLists.txt: the tensor-bundle reader and writer,
 # the BERT name mapping (CASES.md C33), conversion both ways, load_model from a TF prefix, the bad-input cases and
 # `bertrain convert` / `inspect`. Checkpoints come from tests/fixtures/tf_checkpoints; the independent reader
 # list_bundle.py and the value dump from ../shared/data (tests needing them skip with a message when it is absent).
@@ -13,7 +13,7 @@ bertrain_add_test(tf_bert_test SOURCES tf_bert_test.cpp LIBS nlohmann_json::nloh
 target_compile_definitions(tf_bert_test PRIVATE ${_bertrain_shared})
 add_dependencies(tf_bert_test bertrain_cli)
 
-# Must-show 2's expected values are reproducible by their generator (Debian's python3 with torch, and the value
+# The independent PyTorch forward's expected values are reproducible by their generator (Debian's python3 with torch, and the value
 # dump in ../shared): regenerated and compared byte for byte. Skipped (77) where either is missing.
 add_test(NAME tf_golden_regen
   COMMAND sh -c "/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f '${PROJECT_SOURCE_DIR}/../shared/data/tf_checkpoints/keras_bert_tiny/bert_model.ckpt.entries.json' ] || exit 77; /usr/bin/python3 '${PROJECT_SOURCE_DIR}/tests/io/gen_tf_golden.py' --out - | cmp - '${PROJECT_SOURCE_DIR}/tests/fixtures/tf_checkpoints/golden_tiny_bert.json'")

@@ -1,5 +1,5 @@
 // tf_checkpoint_test.cpp: the TF tensor-bundle reader against the independent reader
-// ../shared/data/tf_checkpoints/list_bundle.py (issue 20, Must-show 1), and the writer against the bytes
+// ../shared/data/tf_checkpoints/list_bundle.py, and the writer against the bytes
 // TensorFlow itself wrote.
 #include <gtest/gtest.h>
 
@@ -194,7 +194,7 @@ TEST(TfCheckpoint, ServingBundles) {
   EXPECT_EQ(counter.load("counter").data<float>()[0], 0.0f);
 }
 
-// Must-show 1: every tensor of every checkpoint equals the independent reader's values, bit for bit.
+// Every tensor of every checkpoint equals the independent reader's values, bit for bit.
 TEST(TfCheckpoint, EveryValueMatchesListBundle) {
   if (!shared_available()) GTEST_SKIP() << "../shared/data/tf_checkpoints/list_bundle.py or /usr/bin/python3 absent";
   int64_t values = 0, tensors = 0;

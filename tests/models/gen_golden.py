@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# gen_golden.py: writes the golden reference for bertrain's BERT parity test (issue 3) under tests/fixtures/golden/.
+# gen_golden.py: writes the golden reference for bertrain's BERT parity test under tests/fixtures/golden/.
 #
 # Usage (Debian's python3 with python3-torch; NOT the pyenv python3 on PATH, which lacks torch):
 #     /usr/bin/python3 tests/models/gen_golden.py [--out tests/fixtures/golden]

@@ -56,7 +56,7 @@ Golden load(const std::string& act) {
 struct Case {
   std::string act;
   DType dtype;
-  Unpad unpad = Unpad::never;  // the padded computation, or the unpadded encoder (issue 17) forced
+  Unpad unpad = Unpad::never;  // the padded computation, or the unpadded encoder forced
 };
 
 class Parity : public ::testing::TestWithParam<Case> {};

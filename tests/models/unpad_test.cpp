@@ -1,4 +1,4 @@
-// unpad_test.cpp: the unpadded encoder (issue 17) against the padded computation: outputs at real positions,
+// unpad_test.cpp: the unpadded encoder against the padded computation: outputs at real positions,
 // losses (1e-5 relative in f32) and every parameter gradient (1e-5 of its largest element) for the pretraining,
 // classification and question-answering models, with dropout on (both paths draw the same keyed masks), with
 // activation checkpointing, in f64 to rounding and in bf16; and the automatic choice of the path.

@@ -508,7 +508,7 @@ TEST(Bf16Bert, SteadyStateStepDoesNotCallMalloc) {
   EXPECT_EQ(CachingAllocator::instance().stats().system_allocs, before.system_allocs);
 }
 
-// ---- the bf16 fusions of issue 17 ----
+// ---- the bf16 fusions ----
 
 // The linear backward's fused pass (kernels::sum_rows_to_bf16) gives the bits f32_to_bf16 gives and the column sums
 // sum_rows gives, bit for bit, for row counts around the 256-row chunk, with and without accumulation, on 1 and 2

@@ -224,7 +224,7 @@ TEST(Elementwise, BroadcastRunsMatchTheDefinition) {
   }
 }
 
-// ---- the fusions of issue 17: fused Q, K, V projection, attention on its packed output, layer norm + dropout ----
+// ---- the fusions: fused Q, K, V projection, attention on its packed output, layer norm + dropout ----
 
 namespace {
 

@@ -261,7 +261,7 @@ TEST_P(GradCheck, MatchesCentralDifferencesInF64) {
 INSTANTIATE_TEST_SUITE_P(Ops, GradCheck, ::testing::ValuesIn(grad_cases()),
                          [](const ::testing::TestParamInfo<GradCase>& info) { return info.param.name(); });
 
-// Every op keeps today's tolerances or tighter (issue 15: per-op tolerances may never be looser than 1e-7 + 1e-6|x|).
+// Every op keeps today's tolerances or tighter (per-op tolerances may never be looser than 1e-7 + 1e-6|x|).
 TEST(GradCheckTable, TolerancesNeverLooserThanTheOriginal) {
   for (const OpCase& op : all_cases()) {
     EXPECT_LE(op.atol, 1e-7) << op.name;

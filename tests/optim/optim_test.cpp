@@ -173,7 +173,7 @@ TEST(OptimGolden, DataMatchesGeneratorScript) {
   EXPECT_GE(golden().at("variants").size(), 15u);
 }
 
-// Every variant and option set in f64 to 1e-6 relative (the bar; f64 parameters make it meaningful;
+// Every variant and option set in f64 to 1e-6 relative (the bar for an optimizer; f64 parameters make it meaningful;
 // measured worst is ~4e-13). SHOW_WORST=1 prints the worst error per variant.
 // The floor 1e-12 only matters for elements that are exactly or nearly 0.
 TEST(OptimGolden, AllVariantsF64) {

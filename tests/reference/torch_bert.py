@@ -1,4 +1,4 @@
-# torch_bert.py: an independent PyTorch BERT-for-pretraining (written to the spec of issue 3, not taken from
+# torch_bert.py: an independent PyTorch BERT-for-pretraining (written to the spec, not taken from
 # transformers) plus a hand-written safetensors reader/writer; shared by gen_golden.py and hf_compat.py.
 # Runs with Debian's /usr/bin/python3 (python3-torch); transformers and the safetensors package are not needed.
 import json

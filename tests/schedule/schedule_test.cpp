@@ -202,7 +202,7 @@ TEST(Schedule, ValidationErrors) {
   }
 }
 
-// Issue 15 / CASES C39: for each convention, the warmup and total step counts and the lr at the first update, the
+// CASES C39: for each convention, the warmup and total step counts and the lr at the first update, the
 // last warmup update, the first decay update and the last update, written in the reference's own step indexing.
 // MRPC: 3668 examples, batch 32, 3 epochs, lr 2e-5, warmup_proportion 0.1.
 TEST(Schedule, C39StepCountsAndLrPerConvention) {

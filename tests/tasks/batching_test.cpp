@@ -1,4 +1,4 @@
-// batching_test.cpp: dynamic padding, length-sorted evaluation and --group_by_length (issue 17): the padding
+// batching_test.cpp: dynamic padding, length-sorted evaluation and --group_by_length: the padding
 // rule, Hugging Face's length-grouped order, results of dynamically padded batches equal to those padded to
 // max_seq_length (losses, logits, every gradient, dropout on), outputs in input order, and a run with
 // group_by_length resumed from a checkpoint ending bit for bit where the uninterrupted run ends.
@@ -163,7 +163,7 @@ TEST(GroupByLength, HuggingFaceSemanticsOnTheSeededShuffle) {
 
 // Evaluation and prediction in length-sorted, dynamically padded batches give the probabilities and loss of
 // batches padded to max_seq_length in input order (1e-5 relative), in input order; on the padded encoder and on
-// the unpadded one (issue 17), against the padded encoder on batches padded to max_seq_length.
+// the unpadded one, against the padded encoder on batches padded to max_seq_length.
 TEST(DynamicPadding, GlueEvaluationEqualsThePaddedOneInInputOrder) {
   const BertConfig cfg = tiny(2);
   Rng init(1);

@@ -1,4 +1,4 @@
-// cmrc_test.cpp: Chinese reading comprehension (issue 19, Must-show 4): the CMRC 2018 metric (official script
+// cmrc_test.cpp: Chinese reading comprehension: the CMRC 2018 metric (official script
 // v6) on hand-made predictions, every number computed by hand below; training features of a Chinese paragraph
 // put the answer at answer_start, not at an earlier occurrence of the same text; predictions are the
 // paragraph's characters.

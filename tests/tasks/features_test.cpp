@@ -1,4 +1,4 @@
-// features_test.cpp: `bertrain extract-features` (issue 20, Must-show 5): extract_features.py's reading, features
+// features_test.cpp: `bertrain extract-features`: extract_features.py's reading, features
 // and JSON keys, Python's number formatting, and the values against the model's own hidden states, per token and
 // pooled (JSON lines and .npy), with batches sorted by length and outputs in input order.
 #include <gtest/gtest.h>

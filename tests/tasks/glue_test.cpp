@@ -675,7 +675,7 @@ TEST(GlueMetrics, PerTaskSets) {
 
 // ---------------------------------------------------------------- the shared QNLI file, split by article
 
-// Runs experiments/qnli-transfer/split_qnli.py on ../shared/data (issue 7, Must-show 1) and reads both halves with the QNLI
+// Runs experiments/qnli-transfer/split_qnli.py on ../shared/data and reads both halves with the QNLI
 // processor: every row is read, the counts add up to the 5035 shared rows, no question is in both halves, and
 // every example featurizes at max_seq_length 128. Skipped when the shared data or /usr/bin/python3 is absent.
 TEST(GlueQnliSplit, SplitByArticleReadsBack) {

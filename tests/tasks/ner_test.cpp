@@ -1,5 +1,5 @@
-// ner_test.cpp: token classification (issue 19): conlleval / seqeval chunk rules and metrics on hand-made cases
-// (Must-show 1), tag scheme conversion, the CoNLL / UNER / CoNLL-U readers and their errors, first-sub-token
+// ner_test.cpp: token classification: conlleval / seqeval chunk rules and metrics on hand-made cases,
+// tag scheme conversion, the CoNLL / UNER / CoNLL-U readers and their errors, first-sub-token
 // labels, --doc_stride windows with the max-context rule, and predictions.txt.
 #include <gtest/gtest.h>
 
@@ -68,7 +68,7 @@ TEST(NerChunks, SchemeCheck) {
   EXPECT_NE(error_of([] { parse_tag_scheme("bilou"); }).find("unknown tag scheme 'bilou'"), std::string::npos);
 }
 
-// ---- metrics (Must-show 1): every expected value computed by hand ----
+// ---- metrics: every expected value computed by hand ----
 
 TEST(NerMetrics, TypesAndMicroAverage) {
   // gold PER(0,1) LOC(3,3); predicted PER(0,1) ORG(3,3): 1 correct of 2 predicted and 2 gold.
@@ -528,7 +528,7 @@ TEST(RunNer, TrainEvaluatePredictAndLabelsByName) {
   fs::remove_all(dir);
 }
 
-// Issue 17: run-ner's evaluation in length-sorted, dynamically padded batches gives the predictions and loss of
+// run-ner's evaluation in length-sorted, dynamically padded batches gives the predictions and loss of
 // batches padded to max_seq_length in file order.
 TEST(NerModel, DynamicPaddingEvaluationEqualsPadded) {
   BertConfig c = bertrain::test::tiny_bert_config(20, 16, 2, 2, 32, 32);
@@ -547,7 +547,7 @@ TEST(NerModel, DynamicPaddingEvaluationEqualsPadded) {
   BertForTokenClassification m(c, rng);
   m.bert().set_unpad(Unpad::never);
   const NerEvaluation ref = evaluate_ner(m, sents, f, labels, o, 3, tasks::PaddingOptions{true, 1});
-  for (Unpad unpad : {Unpad::never, Unpad::always}) {  // the padded encoder, and the unpadded one (issue 17)
+  for (Unpad unpad : {Unpad::never, Unpad::always}) {  // the padded encoder, and the unpadded one
     m.bert().set_unpad(unpad);
     const NerEvaluation dyn = evaluate_ner(m, sents, f, labels, o, 3, tasks::PaddingOptions{false, 8});
     EXPECT_EQ(dyn.predictions, ref.predictions);

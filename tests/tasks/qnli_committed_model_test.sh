@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# qnli_committed_model_test.sh BUILD_DIR SOURCE_DIR: issue 16, must-show 6. Finetunes the committed pretrained
+# qnli_committed_model_test.sh BUILD_DIR SOURCE_DIR: the committed model transfers. Finetunes the committed pretrained
 # bert-mini (data/checkpoints/bert-mini-en: the long run's final model) on the QNLI slice shipped in data/qnli
 # (experiments/qnli-transfer/split_qnli.py of the shared GLUE QNLI dev file: 4073 training and 962 dev pairs, split by SQuAD article;
 # CC BY-SA 4.0, data/qnli/SOURCE.md) with the hyper-parameters of experiments/qnli-transfer/qnli_experiment.sh (length 96, batch 32,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_quickstart_identical.sh OLD_BIN NEW_BIN [WORK_DIR]: behaviour-unchanged check for refactorings (issue 15):
+# check_quickstart_identical.sh OLD_BIN NEW_BIN [WORK_DIR]: behaviour-unchanged check for refactorings:
 # makes the quickstart's shards with both binaries (they must be byte-identical), pretrains the quickstart recipe
 # (bert-tiny, 100 steps at 128 then 10 at 512) with each on the same shards and thread count, and compares
 # every metrics.jsonl record except the timing fields, and the final model.safetensors byte for byte.

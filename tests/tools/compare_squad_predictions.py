@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """compare_squad_predictions.py: are two run-squad predictions the same answers, up to near-ties?
 
-Issue 17, must-show 3: `run-squad --do_predict` on the padded path (--pad_to_max_length --unpad never) and on
+What it checks: `run-squad --do_predict` on the padded path (--pad_to_max_length --unpad never) and on
 the dynamic-padding / unpadded paths must give identical answers in f32 except where two candidate spans score
 within a tolerance (1e-5) of each other. This script reads two run-squad output directories (or two
 predictions.json files with their nbest_predictions.json beside them) and checks that, question by question.

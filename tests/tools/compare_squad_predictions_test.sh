@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# compare_squad_predictions_test.sh BUILD_DIR SOURCE_DIR: tests/tools/compare_squad_predictions.py (issue 17,
-# must-show 3).
+# compare_squad_predictions_test.sh BUILD_DIR SOURCE_DIR: tests/tools/compare_squad_predictions.py.
 #   1. Hand-made runs: identical runs exit 0 with nothing listed; an answer that differs where both runs score
 #      the two spans 4e-6 apart is listed as a near-tie (exit 0, gaps printed); one 0.5 apart, or whose answer
 #      is missing from the other run's n-best, is listed as not a near-tie (exit 1); a missing field, exit 2 with

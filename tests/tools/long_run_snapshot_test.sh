@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# long_run_snapshot_test.sh BUILD_DIR SOURCE_DIR: experiments/long-run/long_run_snapshot.py (issue 16's long run across a lost
+# long_run_snapshot_test.sh BUILD_DIR SOURCE_DIR: experiments/long-run/long_run_snapshot.py (the long run across a lost
 # machine) on a tiny AdamW run with gradient accumulation:
 # - save takes the newest checkpoint; one saved in the middle of a step (by SIGTERM) is rewound to the step's start
 #   (micro_batch_index and cursor 0, partial losses and gradient sum dropped), and metrics.jsonl is cut at its step;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# stop_rule_test.sh SOURCE_DIR: experiments/long-run/stop_rule.py (issue 16's stop rule) on hand-made output directories:
+# stop_rule_test.sh SOURCE_DIR: experiments/long-run/stop_rule.py (the stop rule) on hand-made output directories:
 # it keeps training while the held-out loss falls fast enough or there is less than a window of evaluations,
 # fires (exit 1) when it falls by less than the rate, counts a step replayed by --resume once, and refuses an
 # unreadable directory with exit 2.

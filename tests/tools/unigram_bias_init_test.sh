@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# unigram_bias_init_test.sh BUILD_DIR SOURCE_DIR: scripts/unigram_bias_init.py (issue 16's bias-unigram row) on a
+# unigram_bias_init_test.sh BUILD_DIR SOURCE_DIR: scripts/unigram_bias_init.py (the bias-unigram row) on a
 # tiny checkpoint: every tensor but cls.predictions.bias is byte-identical, the bias is the centred log of the
 # add-one smoothed masked-token counts of the shards (counted here independently), the first step's masked-LM loss
 # from it is lower than from the original weights, and a checkpoint without the bias is refused with exit 2.

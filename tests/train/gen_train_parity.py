@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # gen_train_parity.py: makes tests/fixtures/train_parity/ (a tiny BERT, its data and 50 reference training steps in
-# PyTorch) for the step-by-step training parity test tests/train/train_parity_test.sh (issue 16).
+# PyTorch) for the step-by-step training parity test tests/train/train_parity_test.sh.
 #
 # Usage (Debian's python3 with python3-torch and python3-h5py; NOT the pyenv python3 on PATH, which lacks torch):
 #     /usr/bin/python3 tests/train/gen_train_parity.py --bertrain build/bertrain [--out tests/fixtures/train_parity]

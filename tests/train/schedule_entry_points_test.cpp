@@ -1,4 +1,4 @@
-// schedule_entry_points_test.cpp: one learning-rate rule everywhere (issue 15). The same settings (15 updates,
+// schedule_entry_points_test.cpp: one learning-rate rule everywhere. The same settings (15 updates,
 // peak 1e-3, warmup_proportion 0.1 = 1.5 updates, linear decay) through `bertrain pretrain`, `run-classifier` and
 // `run-squad` give, update for update, the learning rates LrSchedule gives, for each convention: 1 warmup update
 // under google-research/bert's int(), 2 under Hugging Face's ceil, and NVIDIA's (k + 1) / total indexing.

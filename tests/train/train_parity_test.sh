@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_parity_test.sh BUILD_DIR SOURCE_DIR CASE [FLAG...]: `bertrain pretrain` against the PyTorch reference of
-# tests/train/gen_train_parity.py, step by step (issue 16). CASE: adamw | lamb (50 steps, every step's loss within
+# tests/train/gen_train_parity.py, step by step. CASE: adamw | lamb (50 steps, every step's loss within
 # 1e-5 relative) or adamw_bf16 | lamb_bf16 (--bf16, the first 20 steps within 2%; exit 77 = skipped where
 # `bertrain info` says bf16 matmuls are unavailable). Extra FLAGs go to `bertrain pretrain` (to check that a
 # perturbed run fails, e.g. --learning_rate=1.01e-3).

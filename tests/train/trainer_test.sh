@@ -204,7 +204,7 @@ PY
     test ! -e "$work/bf_e/metrics.jsonl" || { echo "trained before failing" >&2; exit 1; }
     ;;
   shard_lost)
-    # Issue 18, Must-show 4: shards missing or truncated while a run reads them (small shards, one per window, so
+    # Shards missing or truncated while a run reads them (small shards, one per window, so
     # windows are read all the time): the run stops with one error line naming a shard; the newest checkpoint loads.
     rm -rf "$work/lost_data"
     "$bin" --log_level warn create-pretraining-data --input_file "$work/sample.txt" --output_dir "$work/lost_data" \
@@ -243,7 +243,7 @@ PY
     done
     ;;
   disk_full)
-    # Issue 18, Must-show 4: a full disk (a file-size limit, which needs no root) while writing shards or a
+    # A full disk (a file-size limit, which needs no root) while writing shards or a
     # checkpoint: one error line naming the file; no half shard under its final name, the last checkpoint whole.
     rm -rf "$work/full_data" "$work/full"
     expect_one_error "full_data/part-00000-training.hdf5.*File too large" bash -c 'ulimit -f 64; exec "$@"' _ "$bin" create-pretraining-data \

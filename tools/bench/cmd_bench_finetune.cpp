@@ -3,7 +3,7 @@
 // google-research/bert, clip 1.0, the linear schedule, dropout of the config), through the code run-classifier
 // runs: convert_examples_to_features, finetune_epoch_order (optionally group_by_length), make_classifier_batch
 // (dynamic padding or --pad_to_max_length), BertModel's Unpad choice, TrainStep. For each batch path it reports
-// real tokens/s, sequences/s, the padding share of the batches and MFU counted on real tokens (issue 17).
+// real tokens/s, sequences/s, the padding share of the batches and MFU counted on real tokens.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -356,7 +356,7 @@ BenchRegistrar reg{
            "BertForSequenceClassification (random initialisation from --seed; speed does not depend on the weights)\n"
            "and runs warm-up steps, then timed steps on batches spread evenly over epoch 0's order. Paths:\n"
            "  padded   every batch padded to max_seq_length, padded encoder (--pad_to_max_length --unpad never:\n"
-           "           bertrain before issue 17, run_classifier.py)\n"
+           "           run_classifier.py's way)\n"
            "  dynamic  each batch padded to its longest example rounded up to --pad_to_multiple_of, padded encoder\n"
            "  unpad    dynamic padding and the unpadded encoder (--unpad always)\n"
            "  auto     run-classifier's defaults (dynamic padding, --unpad auto)\n"

@@ -78,8 +78,8 @@ struct TrainBenchFlags {
   double peak_seconds = 0.25;
   std::string json_out;
   bool bf16 = false;
-  // The padded encoder by default: the FLOP count below counts padded positions, and PyTorch's side of issue 9's
-  // table (tools/bench/scripts/bench_torch.py) computes them too. --unpad auto|always measures the unpadded encoder.
+  // The padded encoder by default: the FLOP count below counts padded positions, and PyTorch's side of the
+  // comparison (tools/bench/scripts/bench_torch.py) computes them too. --unpad auto|always measures the unpadded encoder.
   Unpad unpad = Unpad::never;
 };
 

@@ -27,7 +27,7 @@ struct BertInputs {
   uint64_t dropout_seed = 0;
 };
 
-/// Which computation BertModel::forward runs (issue 17; `--unpad` on the command line).
+/// Which computation BertModel::forward runs (`--unpad` on the command line).
 /// padded: the (B, T, H) batch with the additive attention mask, every padding position computed (as
 /// google-research/bert). unpadded: only the real tokens, packed as one (N, H) matrix through every token-wise op
 /// (embeddings, linears, GELU, layer norms, dropout keyed by sample and position) and attention_varlen per

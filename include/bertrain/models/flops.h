@@ -37,8 +37,8 @@ BertStepFlops bert_pretraining_flops(const BertConfig& config, int64_t B, int64_
 ///   attention matmuls:    3 * 2 * 2 * sum_b L_b^2 * NH * HS * L
 ///   pooler + classifier:  6 * B * (H*H + H*C)                 (in `pooler_nsp`; `mlm_head` is 0)
 /// with C = num_labels. Same conventions as bert_pretraining_flops (2 flops per multiply-add, matmuls only,
-/// backward = 2 x forward). Passing every length as T gives the FLOPs of the padded step. This is the "MFU on real
-/// tokens" of issue 17: padding computed is work done but not counted. No validation of the lengths.
+/// backward = 2 x forward). Passing every length as T gives the FLOPs of the padded step. This is "MFU on real
+/// tokens": padding computed is work done but not counted. No validation of the lengths.
 BertStepFlops bert_classifier_flops(const BertConfig& config, std::span<const int32_t> lengths, int64_t num_labels);
 
 }  // namespace bertrain

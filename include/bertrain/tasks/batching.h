@@ -10,7 +10,7 @@
 namespace bertrain::tasks {
 
 /// Batch padding (Hugging Face's DataCollatorWithPadding / run_glue.py flags). pad_to_max_length: every batch
-/// is max_seq_length long (google-research/bert's run_classifier.py, and bertrain before issue 17). Otherwise
+/// is max_seq_length long (google-research/bert's run_classifier.py, and bertrain before dynamic padding). Otherwise
 /// each batch is padded to its longest example rounded up to pad_to_multiple_of (at most max_seq_length).
 struct PaddingOptions {
   bool pad_to_max_length = false;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench_finetune_compare.py: issue 17's finetuning table. `bertrain bench finetune` on each batch path (padded to
+"""bench_finetune_compare.py: the finetuning speed table. `bertrain bench finetune` on each batch path (padded to
 max_seq_length, dynamic padding, dynamic + group_by_length, the unpadded encoder, the automatic choice) and
 tools/bench/scripts/bench_torch.py --mode finetune (PyTorch as a Hugging Face user runs it: DataCollatorWithPadding +
 group_by_length), on two real task files:

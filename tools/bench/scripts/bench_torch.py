@@ -16,7 +16,7 @@
 # unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (set on this machine for old OpenBLAS builds; they slow Debian's
 # torch, whose BLAS is OpenBLAS, by about 3x), sets OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS =
 # --threads and torch.set_num_threads(--threads), and OMP_WAIT_POLICY=PASSIVE (otherwise OpenBLAS's and OpenMP's
-# threads spin against each other on the cores): PyTorch measured at its best (issue 9).
+# threads spin against each other on the cores): PyTorch measured at its best.
 import argparse
 import json
 import math
@@ -604,7 +604,7 @@ def main():
         keys += [ln.strip(" -") for ln in cfg.splitlines() if "CPU capability" in ln or "MKL-DNN" in ln]
         print("torch.__config__.show(): " + ", ".join(keys) + " (--show_config prints it all)")
     print(f"peak_gflops {peak:.1f} ({peak_src})" if peak > 0 else f"peak_gflops unknown: {peak_src}")
-    print("optimizer: torch.optim.AdamW (issue 9 asks for AdamW on the PyTorch side; bertrain runs LAMB)")
+    print("optimizer: torch.optim.AdamW (the usual PyTorch choice; bertrain runs LAMB)")
     print(f"{'model':6} {'T':>4} {'B':>3} {'P':>3} {'params_M':>8} {'gflop_step':>10} {'step_ms':>9} {'seq_s':>8} "
           f"{'tokens_s':>10} {'gflops':>8} {'mfu':>6} {'rss_mib':>9}")
     for name in models:

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-# bf16_speedup.py: issue 17's must-show 4: `bertrain bench train` in fp32 and with --bf16, alternately (the order
+# bf16_speedup.py: what --bf16 gains: `bertrain bench train` in fp32 and with --bf16, alternately (the order
 # swapped every round, so a drift of the machine hits both), one process per run; prints each round's sequences/s,
 # the bf16 / fp32 ratio per round and of the medians, and the verdict against --target (default 1.85).
 # Usage: tools/bench/scripts/bf16_speedup.py [--bertrain build/bertrain] [--models base] [--seq_lens 128] [--batch_size 32]
 #        [--rounds 3] [--steps 5] [--warmup 2] [--target 1.85] [--jsonl FILE] [--before OTHER_BINARY]
 # --unpad never|auto|always is passed to --bertrain's bench train (its default: never, the padded encoder).
-# --before OTHER_BINARY adds a third run per round: OTHER_BINARY with --bf16 (e.g. a build without the issue 17
+# --before OTHER_BINARY adds a third run per round: OTHER_BINARY with --bf16 (e.g. a build without the bf16
 # fusions), reported as bf16 before / after.
 # Run it on a quiet machine (pause long jobs): bert-base 128 x 32 takes about 3 minutes per round there
 # (fp32 about 11.6 s and bf16 about 6.5 s per step, plus model initialisation in every run).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# large_corpus_measure.sh STEP SIZE [BIN]: issue 18's measurements (README "Large-corpus measurements") on a
+# large_corpus_measure.sh STEP SIZE [BIN]: memory, time and disk of data preparation and pretraining at scale on a
 # synthetic corpus made by tools/bench/scripts/make_large_corpus.py SIZE $WORK/corpus_SIZE (SIZE: 250M, 1G, 2G). Every command
 # runs under nice -n $NICE (default 19); create and pretrain run through tools/bench/scripts/peak_rss.py, which writes
 # $WORK/results/STEP_SIZE.json (peak RSS, wall time, load averages).
@@ -10,13 +10,13 @@
 #   rnext     (SIZE ignored) the random-next share of create-pretraining-data on the Gutenberg corpus, dupe_factor 1,
 #             for each seed of $SEEDS (default 1-8) and windows of 64 MB (one window: the whole-corpus rule), 4 and
 #             1 MB: $WORK/results/rnext.tsv and the mean and standard deviation per window size
-# BIN defaults to build/bertrain; WORK to /work/runs/large; THREADS sets --num_threads. Another binary's runs get
+# BIN defaults to build/bertrain; WORK to ../runs/large (beside the clone); THREADS sets --num_threads. Another binary's runs get
 # another STEP name via TAG (e.g. TAG=old BIN=/path/to/old/bertrain: create_old_SIZE; the old
 # create-pretraining-data takes no --max_instances_per_shard, so it writes --num_shards 8).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 step=$1 size=${2:-} bin=${3:-build/bertrain}
-W=${WORK:-/work/runs/large}
+W=${WORK:-../runs/large}
 tag=${TAG:+_$TAG}
 vocab=data/vocab/bert-base-uncased-vocab.txt
 mkdir -p "$W/results"

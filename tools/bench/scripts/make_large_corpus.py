@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Make a large synthetic pretraining corpus on disk (issue 18's measurements; not committed data).
+"""Make a large synthetic pretraining corpus on disk (for the large-corpus measurements; not committed data).
 
 The shared Gutenberg corpus (one sentence per line, a blank line between documents) is read once; its documents
 are shuffled with seed S, S+1, S+2, ... and written one shuffled copy after another until the corpus holds SIZE

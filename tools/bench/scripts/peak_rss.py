@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Run a command and report its peak resident memory (getrusage of the waited-for child: ru_maxrss, the largest
-RSS it reached), its wall time and the machine's load average before and after (issue 18's measurements; GNU time is
+RSS it reached), its wall time and the machine's load average before and after (for the large-corpus measurements; GNU time is
 not installed here). Standard library only.
 
 Usage: peak_rss.py [--json OUT.json] -- COMMAND [ARGS...]

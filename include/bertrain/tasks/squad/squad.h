@@ -79,7 +79,7 @@ SquadReadResult parse_squad_examples(std::string_view json_text, bool is_trainin
 /// The reference paragraph split: words and, per code point of `paragraph_text`, the index of the word it
 /// belongs to (the previous word for whitespace; -1 before the first word). Throws bertrain::Error if the
 /// text is not well-formed UTF-8.
-/// Deviation for text without spaces (Chinese; CASES.md issue 19): run_squad.py splits only on whitespace, so a
+/// Deviation for text without spaces (Chinese, e.g. CMRC 2018): run_squad.py splits only on whitespace, so a
 /// whole Chinese paragraph is one "word" and every answer maps to word 0: the trained span is the first
 /// occurrence of the answer's pieces, not the one at answer_start, and predicted text comes out wrong, without
 /// an error. Here every CJK character (BasicTokenizer's _is_chinese_char, which the tokenizer isolates anyway)
