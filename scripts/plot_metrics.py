@@ -12,6 +12,7 @@ labelled by directory name; --hline draws a reference level such as the held-out
 """
 import argparse
 import json
+import lzma
 import os
 import sys
 
@@ -22,8 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read_metrics(path):
+    """(training records, evaluation records) of a metrics.jsonl; PATH.xz is read when PATH is missing."""
     train, evals = [], []
-    with open(path) as f:
+    if not os.path.exists(path) and os.path.exists(path + ".xz"):
+        path += ".xz"
+    with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as f:
         for line in f:
             line = line.strip()
             if line:

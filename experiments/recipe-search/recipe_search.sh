@@ -22,7 +22,7 @@
 # checkpoint and exits); run the same command again to continue. Each row first runs `bertrain estimate` of
 # its own recipe (OUT/<row>/estimate.txt); OUT/<row>/wall.log records the start and end of every segment.
 # experiments/recipe-search/recipe_table.py OUT prints the table of docs/pretraining-recipes.md.
-# ARCHIVE=DIR (e.g. docs/recipe-runs in a clone): each finished row's small files (metrics.jsonl, recipe.json,
+# ARCHIVE=DIR (e.g. experiments/recipe-search/runs in a clone): each finished row's small files (metrics.jsonl as .xz, recipe.json,
 # estimate*.txt, wall.log, overrides.txt, DONE) and the held-out unigram baseline are copied to DIR/<row>/ and
 # DIR/data/, so that the table and curves survive the loss of OUT (checkpoints and shards are not kept):
 # recipe_table.py DIR. A finished row is archived when the search passes it and again after --reestimate.
@@ -74,6 +74,7 @@ archive_row() {
   rm -rf "$dst.tmp" && mkdir -p "$dst.tmp" "$ARCHIVE/data"
   cp "$OUT/$name"/{metrics.jsonl,recipe.json,estimate*.txt,wall.log,overrides.txt,DONE} "$dst.tmp/"
   cp "$D/eval128.unigram.txt" "$ARCHIVE/data/"
+  xz -9 "$dst.tmp/metrics.jsonl"  # thousands of lines: kept compressed (recipe_table.py and plot_metrics.py read .xz)
   rm -rf "$dst" && mv "$dst.tmp" "$dst"
 }
 

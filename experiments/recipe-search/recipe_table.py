@@ -12,13 +12,22 @@ Usage: recipe_table.py OUT [--margin 0.25] [--rows a,b,c]   (Debian's python3)
 """
 import argparse
 import json
+import lzma
 import os
 import re
 
 
+def metrics_path(row_dir):
+    """ROW/metrics.jsonl, or ROW/metrics.jsonl.xz (the archived rows keep their metrics compressed); None if neither."""
+    for name in ("metrics.jsonl", "metrics.jsonl.xz"):
+        if os.path.exists(os.path.join(row_dir, name)):
+            return os.path.join(row_dir, name)
+    return None
+
+
 def read_jsonl(path):
     out = []
-    with open(path) as f:
+    with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as f:
         for line in f:
             line = line.strip()
             if line:
@@ -68,7 +77,7 @@ def row_summary(out_dir, name, level):
     rec = json.load(open(os.path.join(d, "recipe.json")))
     ph = rec["phases"][0]
     batch, seq = ph["train_batch_size"], ph["max_seq_length"]
-    metrics = read_jsonl(os.path.join(d, "metrics.jsonl"))
+    metrics = read_jsonl(metrics_path(d))
     evals = [m for m in metrics if m.get("eval")]
     train = [m for m in metrics if not m.get("eval")]
     left = None
@@ -100,7 +109,7 @@ def main():
     h = unigram_entropy(a.out)
     level = h - a.margin
     names = a.rows.split(",") if a.rows else sorted(
-        n for n in os.listdir(a.out) if os.path.exists(os.path.join(a.out, n, "metrics.jsonl")))
+        n for n in os.listdir(a.out) if metrics_path(os.path.join(a.out, n)))
     rows = [row_summary(a.out, n, level) for n in names]
     print("held-out unigram entropy %.3f nats; 'leaves the unigram level' = held-out MLM loss below %.3f" % (h, level))
     print()
