@@ -140,7 +140,7 @@ def main():
     if decisions:
         L.append("\n## The stop rule and the run's log (OUT/stop_rule.log)")
         L.extend("    " + d for d in decisions[-12:])
-    L.append("\nRegenerate: `INIT=unigram CONFIG=%s SNAPSHOT= experiments/long-run/pretrain_long_run.sh` (README, \"The long run\"; "
+    L.append("\nRegenerate: `INIT=unigram CONFIG=%s experiments/long-run/pretrain_long_run.sh` (experiments/long-run/README.md; "
              "it needs `../shared/data/gutenberg_en` and the SQuAD v1.1 train file beside the clone, and at the end "
              "writes its model over this directory); this file: "
              "`experiments/long-run/long_run_model_card.py OUT %s %s`." % (config, dst, config))

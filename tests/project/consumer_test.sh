@@ -26,7 +26,26 @@ else
   cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
   ls "$tmp/prefix"/lib*/libbertrain_core.so.0.1 >/dev/null  # SOVERSION
 fi
-cmake -S "$src/tests/project/consumer" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake -S "$src/tests/project/consumer" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > "$tmp/configure.log"
+# find_package(bertrain 0.1) finds the package and sets bertrain_VERSION (the consumer checks it is 0.1.x) ...
+version=$(sed -n 's/^-- bertrain_VERSION //p' "$tmp/configure.log")
+[ -n "$version" ] || { echo "the consumer's configure printed no bertrain_VERSION" >&2; exit 1; }
+echo "installed package: bertrain $version"
+# ... and the package refuses a version it is not compatible with (SameMinorVersion: 0.2 and 1.0 are not 0.1.x).
+for v in 0.2 1.0; do
+  if cmake -S "$src/tests/project/consumer" -B "$tmp/build-$v" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+       -DBERTRAIN_REQUIRED_VERSION=$v > "$tmp/configure-$v.log" 2>&1; then
+    echo "find_package(bertrain $v) accepted bertrain $version" >&2
+    exit 1
+  fi
+  grep -q 'version' "$tmp/configure-$v.log" || { cat "$tmp/configure-$v.log" >&2; exit 1; }
+done
+# The installed command reports the same version (and the source revision) as the package.
+if [ -x "$tmp/prefix/bin/bertrain" ]; then
+  line=$("$tmp/prefix/bin/bertrain" --version)
+  echo "$line"
+  [[ "$line" == "bertrain $version (git "?*")" ]] || { echo "bertrain --version: '$line'" >&2; exit 1; }
+fi
 cmake --build "$tmp/build"
 # The consumer must not see bertrain's private dependencies through the package.
 if grep -rqE '#include *[<"](Eigen/|oneapi/dnnl|dnnl|spdlog/|CLI/|sentencepiece|hdf5|utf8proc|nlohmann/|mpi\.h|leveldb/|snappy|google/protobuf)' "$tmp/prefix/include"; then
