@@ -123,8 +123,8 @@ TEST(C10, EightyTenTenSplitAndUniformRandomOverWholeVocab) {
   // A vocab of 20 ids; the sequence is [CLS] a*98 [SEP], so a random replacement is recognisable unless it
   // draws "a" or [MASK]. Every other id, specials included, must come up uniformly.
   std::vector<std::string> words;
-  // std::string("w") + ..., not "w" + ...: GCC 12 reports a false -Wrestrict on the latter (bug 105651).
-  for (int i = 0; i < 15; ++i) words.push_back(std::string("w") + std::to_string(i));
+  // std::string("w").append(...), not "w" + ...: GCC 12 reports a false -Wrestrict on operator+ (bug 105651).
+  for (int i = 0; i < 15; ++i) words.push_back(std::string("w").append(std::to_string(i)));
   PretrainingVocab v = make_vocab(words);
   ASSERT_EQ(v.size(), 20u);
   const int32_t a = v.id("w0");
@@ -341,7 +341,7 @@ TEST(C12, RandomNextImpliesOtherDocumentAndNspIsBalanced) {
     for (int s = 0; s < ns; ++s) {
       std::vector<std::string> sent;
       const int nt = 1 + static_cast<int>(gen.randint(6));
-      for (int t = 0; t < nt; ++t) sent.push_back(std::string("d") + std::to_string(d) + "s" + std::to_string(s) + "t" + std::to_string(t));
+      for (int t = 0; t < nt; ++t) sent.push_back(std::string("d").append(std::to_string(d) + "s" + std::to_string(s) + "t" + std::to_string(t)));
       doc.push_back(sent);
     }
     text.push_back(doc);
@@ -440,7 +440,7 @@ TEST(CreateTrainingInstances, IndependentOfThreadCount) {
     std::vector<std::vector<std::string>> doc;
     for (int s = 0; s < 2 + static_cast<int>(gen.randint(15)); ++s) {
       std::vector<std::string> sent;
-      for (int t = 0; t < 1 + static_cast<int>(gen.randint(9)); ++t) sent.push_back(std::string("w") + std::to_string(gen.randint(50)));
+      for (int t = 0; t < 1 + static_cast<int>(gen.randint(9)); ++t) sent.push_back(std::string("w").append(std::to_string(gen.randint(50))));
       doc.push_back(sent);
     }
     text.push_back(doc);

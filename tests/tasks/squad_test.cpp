@@ -159,9 +159,9 @@ TEST(SquadWindows, C25AThroughFeatures) {
 TEST(SquadWindows, C25BNoTokenSkipped) {
   EXPECT_EQ(make_doc_spans(157, 114, 128), (std::vector<DocSpan>{{0, 114}, {114, 43}}));
   Strings doc_words, query_words;
-  // std::string("w") + ..., not "w" + ...: GCC 12 reports a false -Wrestrict on the latter (bug 105651).
-  for (int i = 0; i < 157; ++i) doc_words.push_back(std::string("w") + std::to_string(i));
-  for (int i = 0; i < 11; ++i) query_words.push_back(std::string("q") + std::to_string(i));
+  // std::string("w").append(...), not "w" + ...: GCC 12 reports a false -Wrestrict on operator+ (bug 105651).
+  for (int i = 0; i < 157; ++i) doc_words.push_back(std::string("w").append(std::to_string(i)));
+  for (int i = 0; i < 11; ++i) query_words.push_back(std::string("q").append(std::to_string(i)));
   Strings all = doc_words;
   all.insert(all.end(), query_words.begin(), query_words.end());
   const FullTokenizer tok = word_tokenizer(all);
