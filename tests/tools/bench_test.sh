@@ -68,7 +68,7 @@ check_finetune_json() {  # FILE FRAMEWORK DATA_DIR PATHS...
   /usr/bin/python3 - "$src" "$@" <<'PY'
 import json, sys
 src, path, fw, data_dir, paths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
-sys.path.insert(0, src + "/scripts")
+sys.path.insert(0, src + "/tests/reference")
 import bert_tokenizer_ref as ref
 vocab = ref.load_vocab(src + "/data/vocab/bert-base-uncased-vocab.txt")
 rows = [l.rstrip("\n").split("\t") for l in open(data_dir + "/train.tsv")][1:]
