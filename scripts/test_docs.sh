@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # test_docs.sh: runs the documentation. Every fenced block with info string `sh` in README.md and docs/guides/*.md
 # is a test: the blocks of one file run in order, each in its own `bash -euo pipefail`, in one fresh scratch
-# directory that looks like the repository root (read-only symlinks to build/, data/, configs/, scripts/, tests/,
-# ...; outputs such as out/ land in the scratch directory, never in the repository), with the build directory on
-# PATH. A block preceded by the line `<!-- docs-test: skip REASON -->` is skipped and the reason printed.
+# directory that looks like the repository root (symlinks to data/, configs/, scripts/, tests/, ... and
+# build/bertrain; outputs such as out/ land in the scratch directory, never in the repository), with the build
+# directory on PATH. A block preceded by the line `<!-- docs-test: skip REASON -->` is skipped and the reason printed.
 # Also checked, for every Markdown file in README.md and docs/: relative links point at files that exist.
 #
 # Usage: scripts/test_docs.sh [FILE.md ...]        (default: README.md docs/guides/*.md)
@@ -73,7 +73,9 @@ make_scratch() {
     case $(basename "$e") in build*|out) continue ;; esac
     ln -s "$e" "$s/$(basename "$e")"
   done
-  ln -s "$build_dir" "$s/build"
+  # build/ holds only the binary (a link), so that a block cannot write into the real build directory.
+  mkdir "$s/build"
+  ln -s "$build_dir/bertrain" "$s/build/bertrain"
   echo "$s"
 }
 
