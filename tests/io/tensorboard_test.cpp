@@ -159,7 +159,9 @@ TEST(TensorBoard, WriterFileNameAndContents) {
   // events.out.tfevents.<10 digits>.<host>.<pid>.<n>
   const std::string stamp = name.substr(std::strlen("events.out.tfevents."), 10);
   EXPECT_EQ(stamp.find_first_not_of("0123456789"), std::string::npos) << name;
-  EXPECT_NE(name.find("." + std::to_string(getpid()) + "."), std::string::npos) << name;
+  std::string pid_part = ".";
+  pid_part.append(std::to_string(getpid())).append(".");
+  EXPECT_NE(name.find(pid_part), std::string::npos) << name;
   const std::vector<tb::Event> ev = events_of(p1);
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(ev[0].file_version, "brain.Event:2");

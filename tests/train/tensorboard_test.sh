@@ -64,9 +64,9 @@ case "$case_name" in
     [ "$rc" -eq 143 ] || { echo "expected exit code 143 (SIGTERM), got $rc" >&2; cat "$work/first.log" >&2; exit 1; }
     "${check[@]}" "$out" "$out/metrics.jsonl" --expect_files 1 --min_steps 12
     # Resume from the checkpoint before the newest, so that steps the first run logged are run and logged again.
-    newest=$(ls -d "$out"/checkpoint-* | sort -t- -k2 -n | tail -1)
+    newest="$out/$(ls "$out" | grep '^checkpoint-[0-9]*$' | sort -t- -k2 -n | tail -1)"
     rm -rf "$newest"
-    from=$(ls -d "$out"/checkpoint-* | sort -t- -k2 -n | tail -1)
+    from="$out/$(ls "$out" | grep '^checkpoint-[0-9]*$' | sort -t- -k2 -n | tail -1)"
     last_logged=$(tail -1 "$out/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
     echo "stopped after step $last_logged; resuming from $(basename "$from") ($(basename "$newest") removed)"
     [ "$last_logged" -gt "${from##*-}" ] || { echo "nothing to drop: the test needs logged steps after $from" >&2; exit 1; }
