@@ -119,13 +119,15 @@ TEST(TensorBoard, ParseRoundTripAndUnknownFields) {
 
 TEST(TensorBoard, ScanStopsAtIncompleteOrCorruptRecords) {
   const std::string a = tb::frame_record("first"), b = tb::frame_record("second");
-  tb::RecordScan s = tb::scan_records(a + b);
+  const std::string both = a + b;  // the scan returns views into it
+  tb::RecordScan s = tb::scan_records(both);
   ASSERT_EQ(s.records.size(), 2u);
   EXPECT_EQ(s.records[1], "second");
   EXPECT_EQ(s.consumed, a.size() + b.size());
   EXPECT_EQ(s.error, "");
   for (size_t cut = 1; cut < b.size(); ++cut) {  // a record being written: every prefix reads as one whole record
-    s = tb::scan_records(a + b.substr(0, cut));
+    const std::string cut_bytes = a + b.substr(0, cut);
+    s = tb::scan_records(cut_bytes);
     ASSERT_EQ(s.records.size(), 1u) << cut;
     EXPECT_EQ(s.consumed, a.size());
     EXPECT_NE(s.error.find("incomplete"), std::string::npos) << s.error;
