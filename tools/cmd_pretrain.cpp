@@ -34,7 +34,8 @@ Registrar reg{{"pretrain",
                      "run_pretraining.py flags work without a recipe: --bert_config_file --input_file --output_dir "
                      "--init_checkpoint --train_batch_size --max_seq_length --max_predictions_per_seq "
                      "--num_train_steps --num_warmup_steps --learning_rate --save_checkpoints_steps --do_train "
-                     "--do_eval (with --eval_dir).");
+                     "--do_eval (with --eval_dir). TensorBoard event files go to output_dir (--tensorboard_dir=DIR moves "
+                     "them, --tensorboard=false turns them off).");
                  return std::function<int()>([&sub, config, resume, phase, no_progress, bucket_mb] {
                    PretrainRecipe r = load_pretrain_recipe(*config, parse_flag_overrides(sub.remaining(), "pretrain"));
                    r.validate();

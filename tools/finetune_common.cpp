@@ -51,6 +51,14 @@ void FinetuneFlags::add_to(CLI::App& app, tasks::FinetuneCommandOptions& o) {
   app.add_flag("--group_by_length", t.group_by_length,
                "training batches of similar length: shuffle, then sort by length within mega-batches of 50 "
                "batches (Hugging Face's group_by_length)");
+  add_tensorboard_flags(app, t.tensorboard, t.tensorboard_dir);
+}
+
+void add_tensorboard_flags(CLI::App& app, bool& on, std::string& dir) {
+  app.add_flag("--tensorboard", on,
+               "TensorBoard event files of the metrics (default true; --tensorboard=false: none)")
+      ->capture_default_str();
+  app.add_option("--tensorboard_dir", dir, "directory of the TensorBoard event files (default: output_dir)");
 }
 
 void FinetuneFlags::resolve(tasks::FinetuneCommandOptions& o) const {

@@ -54,6 +54,7 @@
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/tensorboard.h"
 #include "bertrain/io/tf_bert.h"
 #include "bertrain/io/tf_checkpoint.h"
 #include "bertrain/io/tokenizer_files.h"

@@ -116,7 +116,8 @@ const std::set<std::string> kTopKeys = {"bert_config_file", "vocab_file", "do_lo
                                         "save_total_limit", "eval_dir", "eval_every_steps", "max_eval_steps",
                                         "next_sentence", "max_consecutive_skipped_steps", "log_every_steps",
                                         "activation_checkpointing", "dynamic_masking", "shuffle_window_shards",
-                                        "bf16", "unpad", "do_train", "do_eval", "phases"};
+                                        "bf16", "unpad", "do_train", "do_eval", "tensorboard", "tensorboard_dir",
+                                        "phases"};
 const std::set<std::string> kOptimizerKeys = {
     "name", "beta1", "beta2", "eps", "weight_decay", "bias_correction", "weight_decay_mode", "layer_adaptation",
     "max_grad_norm", "trust_clamp", "trust_clamp_min", "trust_clamp_max", "momentum", "dampening", "nesterov",
@@ -294,6 +295,8 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   get_enum(j, "unpad", r.unpad, where);
   get(j, "do_train", r.do_train, where);
   get(j, "do_eval", r.do_eval, where);
+  get(j, "tensorboard", r.tensorboard, where);
+  get(j, "tensorboard_dir", r.tensorboard_dir, where);
   if (j.contains("optimizer")) optimizer_from(j["optimizer"], r.optimizer, where + ": optimizer");
   if (j.contains("phases")) {
     BERTRAIN_CHECK(j["phases"].is_array(), where, ": 'phases' must be a list");
@@ -328,6 +331,8 @@ json recipe_to(const PretrainRecipe& r) {
               {"unpad", to_string(r.unpad)},
               {"do_train", r.do_train},
               {"do_eval", r.do_eval},
+              {"tensorboard", r.tensorboard},
+              {"tensorboard_dir", r.tensorboard_dir},
               {"phases", phases}};
 }
 

@@ -96,8 +96,10 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
   so.allreduce_bucket_mb = o.allreduce_bucket_mb;
   TrainStep step(params, *opt, so, comm);
   StepLogger log((fs::path(o.output_dir) / "metrics.jsonl").string(), rank == 0,
-                 o.progress && isatty(STDERR_FILENO), o.log_every_steps);
+                 o.progress && isatty(STDERR_FILENO), o.log_every_steps,
+                 !o.tensorboard ? "" : o.tensorboard_dir.empty() ? o.output_dir : o.tensorboard_dir);
   if (state.global_step == 0) log.start_new();
+  else log.truncate_after(state.global_step);  // what a stopped run logged after its checkpoint is done again
 
   auto checkpoint = [&](const std::string& name, bool with_optimizer) {
     state.optimizer_step = opt->counters().step;
@@ -110,6 +112,7 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     c.state = &state;
     c.write_extra_files = task.write_extra_files;
     save_checkpoint(o.output_dir, name, state.global_step, c);
+    log.sync();
   };
   auto save_periodic = [&] {
     if (rank != 0) return;
@@ -163,8 +166,16 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     };
     const StepStats st = step.run(1, micro_batch, sched.lr(state.global_step), state, false);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log.record({{"step", state.global_step}, {"loss", st.losses[0]}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
-                {"skipped", st.skipped}});
+    MetricsRecord rec{{"step", state.global_step}, {"loss", st.losses[0]}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
+                      {"skipped", st.skipped}, {"skipped_steps", state.skipped_steps},
+                      {"epoch", static_cast<double>(state.global_step) / static_cast<double>(steps_per_epoch)},
+                      {"sequences_per_second", static_cast<double>(o.train_batch_size) / seconds}};
+    if (!task.lengths.empty()) {  // the batch's real tokens (all ranks' rows)
+      double tokens = 0;
+      for (int64_t i = pos * o.train_batch_size; i < (pos + 1) * o.train_batch_size; ++i) tokens += task.lengths[order[i]];
+      rec.emplace_back("real_tokens_per_second", tokens / seconds);
+    }
+    log.record(rec);
     StepProgress pr;
     char where[96];
     std::snprintf(where, sizeof where, "epoch %.2f step %lld/%lld",

@@ -63,7 +63,8 @@ struct PretrainTrainer::Impl {
     }
     r.validate(o.world_size);
     log = StepLogger((fs::path(r.output_dir) / "metrics.jsonl").string(), o.rank == 0,
-                     o.progress && isatty(STDERR_FILENO), r.log_every_steps);
+                     o.progress && isatty(STDERR_FILENO), r.log_every_steps,
+                     !r.tensorboard ? "" : r.tensorboard_dir.empty() ? r.output_dir : r.tensorboard_dir);
     // Model config: bert_config_file, else config.json (or Google's bert_config.json) beside the init checkpoint.
     const std::string cfg_path = r.bert_config_file.empty() ? default_config_file(r.init_checkpoint) : r.bert_config_file;
     cfg = load_bert_config(cfg_path);
@@ -144,6 +145,7 @@ struct PretrainTrainer::Impl {
     };
     const std::string path = save_checkpoint(r.output_dir, checkpoint_dir_name(state.global_step), state.global_step, c);
     prune_checkpoints(r.output_dir, r.save_total_limit);
+    log.sync();
     spdlog::info("saved checkpoint {}{}", path, mid_step ? " (mid-step: partial gradient sum included)" : "");
   }
 
@@ -276,7 +278,8 @@ struct PretrainTrainer::Impl {
   /// Reads this rank's micro-batches of the step (those not done yet, when resumed mid-step) and runs one TrainStep
   /// on them. The masked-LM normaliser is the global batch's masked-token count, counted before the first
   /// micro-batch (so all of this rank's micro-batches are read first) or taken from a mid-step checkpoint.
-  StepStats train_one_step(double& data_wait) {
+  /// real_tokens: the tokens that are not padding in the micro-batches read (those of all ranks).
+  StepStats train_one_step(double& data_wait, double& real_tokens) {
     const PhaseRecipe& p = r.phases[state.phase];
     const int64_t a = accum_steps(state.phase), g = p.train_batch_size, first = state.micro_batch_index;
     const data::LoaderCursor start = loader->cursor();
@@ -284,14 +287,15 @@ struct PretrainTrainer::Impl {
     std::vector<data::PretrainingBatch> mb;
     for (int64_t m = first; m < a; ++m) mb.push_back(loader->next());
     data_wait = loader->take_wait_seconds();
-    double wsum = 0;
-    if (first == 0) {
-      for (auto& b : mb)
-        for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) wsum += b.masked_lm_weights.data<float>()[i];
-      comm->allreduce(&wsum, 1);  // the global batch's masked-token count (integers: exact in any order)
-    } else {
-      wsum = state.step_masked_tokens;
+    double counts[2] = {0, 0};  // masked tokens, real tokens
+    for (auto& b : mb) {
+      for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) counts[0] += b.masked_lm_weights.data<float>()[i];
+      for (int64_t i = 0; i < b.attention_mask.numel(); ++i) counts[1] += b.attention_mask.data<int32_t>()[i] != 0;
     }
+    comm->allreduce(counts, 2);  // the global batch's counts (integers: exact in any order)
+    real_tokens = counts[1];
+    double wsum = counts[0];
+    if (first != 0) wsum = state.step_masked_tokens;
     state.step_masked_tokens = wsum;
     auto micro_batch = [&](int64_t m) {
       const data::PretrainingBatch& b = mb[static_cast<size_t>(m - first)];
@@ -318,14 +322,16 @@ struct PretrainTrainer::Impl {
     return st;
   }
 
-  void log_step(const StepStats& st, double seconds, double data_wait, int64_t first_phase_step) {
+  void log_step(const StepStats& st, double seconds, double data_wait, double real_tokens, int64_t first_phase_step) {
     const PhaseRecipe& p = r.phases[state.phase];
     const double g = static_cast<double>(p.train_batch_size);
     log.record({{"step", state.global_step}, {"phase", int64_t{state.phase + 1}}, {"phase_step", state.phase_step},
                 {"loss", st.losses[0]}, {"mlm_loss", st.losses[1]}, {"nsp_loss", st.losses[2]}, {"lr", st.lr},
                 {"grad_norm", st.grad_norm}, {"sequences_per_second", g / seconds},
-                {"tokens_per_second", g * static_cast<double>(p.max_seq_length) / seconds}, {"skipped", st.skipped},
-                {"data_wait_seconds", data_wait}, {"data_wait_fraction", data_wait / seconds}});
+                {"tokens_per_second", g * static_cast<double>(p.max_seq_length) / seconds},
+                {"real_tokens_per_second", real_tokens / seconds}, {"skipped", st.skipped},
+                {"skipped_steps", state.skipped_steps}, {"data_wait_seconds", data_wait},
+                {"data_wait_fraction", data_wait / seconds}});
     StepProgress pr;
     pr.where = "phase " + std::to_string(state.phase + 1) + "/" + std::to_string(r.phases.size()) + " step " +
                std::to_string(state.phase_step) + "/" + std::to_string(p.schedule.num_train_steps);
@@ -396,13 +402,14 @@ struct PretrainTrainer::Impl {
       const int64_t first = state.phase_step;
       while (state.phase_step < p.schedule.num_train_steps) {
         const auto t0 = std::chrono::steady_clock::now();
-        double data_wait = 0;
-        const StepStats st = train_one_step(data_wait);
+        double data_wait = 0, real_tokens = 0;
+        const StepStats st = train_one_step(data_wait, real_tokens);
         if (!st.completed) {
           save(true);
           return 128 + st.stop_signal;
         }
-        log_step(st, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), data_wait, first);
+        log_step(st, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), data_wait,
+                 real_tokens, first);
         if (state.phase_step == p.schedule.num_train_steps) break;
         if (!r.eval_dir.empty() && r.eval_every_steps > 0 && state.global_step % r.eval_every_steps == 0)
           evaluate(r.eval_dir);

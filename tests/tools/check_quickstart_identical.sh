@@ -40,7 +40,7 @@ run "$old" old
 run "$new" new
 /usr/bin/python3 - "$W/old/run/metrics.jsonl" "$W/new/run/metrics.jsonl" <<'PY'
 import json, sys
-timing = {"sequences_per_second", "tokens_per_second", "data_wait_seconds", "data_wait_fraction"}
+timing = {"sequences_per_second", "tokens_per_second", "real_tokens_per_second", "data_wait_seconds", "data_wait_fraction"}
 a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 b = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
 assert len(a) == len(b), f"{len(a)} vs {len(b)} metrics records"

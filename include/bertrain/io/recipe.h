@@ -82,6 +82,10 @@ struct PretrainRecipe {
   Unpad unpad = Unpad::automatic;
   bool do_train = true;
   bool do_eval = false;
+  /// TensorBoard event files of the run's metrics (bertrain/io/tensorboard.h, docs/guides/tensorboard.md): written
+  /// by default into tensorboard_dir, or output_dir when that is empty; `--tensorboard=false` turns them off.
+  bool tensorboard = true;
+  std::string tensorboard_dir;
   std::vector<PhaseRecipe> phases;
 
   /// Throws bertrain::Error naming the key when a value is out of range or inconsistent (no phases, a

@@ -49,6 +49,10 @@ struct FinetuneOptions {
   std::shared_ptr<Communicator> communicator;
   double allreduce_bucket_mb = 25;  ///< gradient bucket size for the sums over ranks
   int log_every_steps = 10;
+  /// TensorBoard event files of metrics.jsonl's numbers (bertrain/io/tensorboard.h) in tensorboard_dir, or in
+  /// output_dir when that is empty; rank 0 only.
+  bool tensorboard = true;
+  std::string tensorboard_dir;
 
   /// The schedule of a run of `num_train_steps` updates: linear warmup over warmup_proportion (rounded by the
   /// convention's rule, LrSchedule::warmup_steps) then linear decay to 0, as run_classifier.py /
