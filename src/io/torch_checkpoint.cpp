@@ -157,19 +157,20 @@ struct StorageRef {
   int64_t numel = 0;
 };
 
+// "an int", "a tuple", ...: for messages.
 const char* kind_name(Kind k) {
   switch (k) {
     case Kind::None: return "None";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::Str: return "str";
-    case Kind::Tuple: return "tuple";
-    case Kind::List: return "list";
-    case Kind::Dict: return "dict";
-    case Kind::Global: return "global";
-    case Kind::Storage: return "storage";
-    case Kind::Tensor: return "tensor";
+    case Kind::Bool: return "a bool";
+    case Kind::Int: return "an int";
+    case Kind::Float: return "a float";
+    case Kind::Str: return "a str";
+    case Kind::Tuple: return "a tuple";
+    case Kind::List: return "a list";
+    case Kind::Dict: return "a dict";
+    case Kind::Global: return "a global";
+    case Kind::Storage: return "a storage";
+    case Kind::Tensor: return "a tensor";
   }
   return "?";
 }
@@ -533,8 +534,8 @@ class Unpickler {
   const Obj& arg(const Obj& args, size_t k, Kind kind, const char* fn, const char* what) const {
     const Obj& a = arena_[args.items[k]];
     if (a.kind != kind)
-      fail(std::string(fn) + " argument " + std::to_string(k + 1) + " (" + what + ") is a " + kind_name(a.kind) +
-           ", not a " + kind_name(kind));
+      fail(std::string(fn) + " argument " + std::to_string(k + 1) + " (" + what + ") is " + kind_name(a.kind) +
+           ", not " + kind_name(kind));
     return a;
   }
   std::vector<int64_t> int_tuple(const Obj& args, size_t k, const char* fn, const char* what) const {
@@ -544,7 +545,7 @@ class Unpickler {
            std::to_string(Shape::kMaxDims) + ")");
     std::vector<int64_t> v;
     for (uint32_t o : t.items) {
-      if (arena_[o].kind != Kind::Int) fail(std::string(fn) + " " + what + " holds a " + kind_name(arena_[o].kind));
+      if (arena_[o].kind != Kind::Int) fail(std::string(fn) + " " + what + " holds " + kind_name(arena_[o].kind));
       v.push_back(arena_[o].i);
     }
     return v;
@@ -555,8 +556,8 @@ class Unpickler {
     const uint32_t args_o = stack_.back(), fn_o = stack_[stack_.size() - 2];
     const Obj& fn = arena_[fn_o];
     const Obj& args = arena_[args_o];
-    if (fn.kind != Kind::Global) fail(std::string("REDUCE of a ") + kind_name(fn.kind) + ", not a global");
-    if (args.kind != Kind::Tuple) fail(std::string("REDUCE arguments are a ") + kind_name(args.kind) + ", not a tuple");
+    if (fn.kind != Kind::Global) fail(std::string("REDUCE of ") + kind_name(fn.kind) + ", not a global");
+    if (args.kind != Kind::Tuple) fail(std::string("REDUCE arguments are ") + kind_name(args.kind) + ", not a tuple");
     uint32_t result = 0;
     switch (fn.g) {
       case Callable::OrderedDict:
@@ -595,7 +596,7 @@ class Unpickler {
     if (arena_[args.items[5]].items.size()) fail("_rebuild_tensor_v2 with backward hooks");
     if (args.items.size() == 7) {
       const Kind k = arena_[args.items[6]].kind;
-      if (k != Kind::Dict && k != Kind::None) fail("_rebuild_tensor_v2 metadata is a " + std::string(kind_name(k)));
+      if (k != Kind::Dict && k != Kind::None) fail("_rebuild_tensor_v2 metadata is " + std::string(kind_name(k)));
     }
     if (size.size() != stride.size())
       fail("_rebuild_tensor_v2 size has " + std::to_string(size.size()) + " dimensions, stride " +
@@ -624,13 +625,13 @@ class Unpickler {
     const Obj& target = arena_[stack_[stack_.size() - 2]];
     // An OrderedDict's instance dict: state_dict()'s `_metadata` (module versions), which carries no weights.
     if (target.kind != Kind::Dict || (state.kind != Kind::Dict && state.kind != Kind::None))
-      fail(std::string("BUILD of a ") + kind_name(target.kind) + " with a " + kind_name(state.kind) +
+      fail(std::string("BUILD of ") + kind_name(target.kind) + " with " + kind_name(state.kind) +
            " (only an OrderedDict's attributes are accepted)");
     stack_.pop_back();
   }
 
   void set_items(uint32_t dict, size_t from) {
-    if (arena_[dict].kind != Kind::Dict) fail(std::string("SETITEM(S) on a ") + kind_name(arena_[dict].kind));
+    if (arena_[dict].kind != Kind::Dict) fail(std::string("SETITEM(S) on ") + kind_name(arena_[dict].kind));
     for (size_t k = from; k + 1 < stack_.size(); k += 2) {
       const uint32_t key = stack_[k], value = stack_[k + 1];
       raise_depth(dict, key);
@@ -650,7 +651,7 @@ class Unpickler {
   }
 
   void append(uint32_t list, size_t from) {
-    if (arena_[list].kind != Kind::List) fail(std::string("APPEND(S) on a ") + kind_name(arena_[list].kind));
+    if (arena_[list].kind != Kind::List) fail(std::string("APPEND(S) on ") + kind_name(arena_[list].kind));
     for (size_t k = from; k < stack_.size(); ++k) {
       raise_depth(list, stack_[k]);
       arena_[list].items.push_back(stack_[k]);
@@ -699,16 +700,16 @@ class Unpickler {
   std::vector<ParsedTensor> state_dict(const std::vector<StorageRef>&) const {
     const Obj& top = arena_[stack_.back()];
     if (top.kind != Kind::Dict)
-      fail(std::string("the pickle holds a ") + kind_name(top.kind) +
+      fail(std::string("the pickle holds ") + kind_name(top.kind) +
            ", not a state dict (torch.save(model.state_dict()) writes an OrderedDict of tensors)");
     std::vector<ParsedTensor> out;
     for (size_t j = 0; j < top.items.size(); j += 2) {
       const Obj& k = arena_[top.items[j]];
       const Obj& v = arena_[top.items[j + 1]];
-      if (k.kind != Kind::Str) fail(std::string("state dict key is a ") + kind_name(k.kind) + ", not a string");
+      if (k.kind != Kind::Str) fail(std::string("state dict key is ") + kind_name(k.kind) + ", not a string");
       if (!valid_utf8(k.s)) fail("state dict key '" + printable(k.s, 80) + "' is not UTF-8");
       if (v.kind != Kind::Tensor)
-        fail("state dict entry '" + printable(k.s, 80) + "' is a " + kind_name(v.kind) +
+        fail("state dict entry '" + printable(k.s, 80) + "' is " + kind_name(v.kind) +
              ", not a tensor (a training checkpoint? save model.state_dict() alone)");
       out.push_back({k.s, tensors_[static_cast<size_t>(v.i)]});
     }
