@@ -6,9 +6,19 @@
 
 namespace bertrain {
 
+namespace {
+
+bool has_torch_suffix(const std::string& p) {
+  for (const std::string x : {".bin", ".pt", ".pth"})
+    if (p.size() >= x.size() && p.compare(p.size() - x.size(), x.size(), x) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 WeightsFile WeightsFile::open(const std::string& path) {
   WeightsFile w;
-  if (is_torch_checkpoint_file(path)) w.torch_ = std::make_shared<const TorchCheckpoint>(TorchCheckpoint::open(path));
+  if (is_torch_checkpoint_file(path) || has_torch_suffix(path)) w.torch_ = std::make_shared<const TorchCheckpoint>(TorchCheckpoint::open(path));
   else w.st_ = std::make_shared<const SafetensorsFile>(SafetensorsFile::open(path));
   return w;
 }

@@ -29,7 +29,8 @@ class WeightsFile {
  public:
   enum class Format { safetensors, torch };
   /// Opens a weights file (not a directory; resolve_weights_file() in checkpoint.h finds the file of a
-  /// directory): a PyTorch checkpoint when is_torch_checkpoint_file() says so (content, not name), else safetensors.
+  /// directory): a PyTorch checkpoint when is_torch_checkpoint_file() says so (content), or when the name ends in
+  /// .bin, .pt or .pth (so a broken one is named as a broken PyTorch file); else safetensors.
   /// Throws what SafetensorsFile::open() or TorchCheckpoint::open() throw.
   static WeightsFile open(const std::string& path);
 
