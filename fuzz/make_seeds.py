@@ -264,9 +264,89 @@ def tf_checkpoint():
             put("tf_checkpoint", name + "_load_model_strict", body, flags=7)
 
 
+def torch_checkpoint():
+    # torch.save of state dicts (Debian's python3-torch): whole zips (flags 0), one through load_model (flags 1 | 4:
+    # require_backbone), and data.pkl alone (flags 2: targets/torch_checkpoint.cpp packs it beside eight 64-byte
+    # storage records, so every storage here is 64 bytes), plus pickles calling what the reader must refuse.
+    import collections
+    import io
+    import pickle
+    import zipfile
+
+    import torch
+
+    def saved(sd):
+        buf = io.BytesIO()
+        torch.save(sd, buf)
+        return buf.getvalue()
+
+    def data_pkl(zbytes):
+        with zipfile.ZipFile(io.BytesIO(zbytes)) as z:
+            return z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0])
+
+    base = torch.arange(16, dtype=torch.float32).reshape(4, 4)
+    mixed = collections.OrderedDict([
+        ("w", base), ("w_t", base.t()), ("row", base[2]), ("scalar", base[1, 1]),
+        ("half", torch.linspace(-2, 2, 32).half()), ("bf16", torch.linspace(-2, 2, 32).bfloat16()),
+        ("long", torch.arange(8)), ("bool", torch.arange(64) % 3 == 0),
+        ("param", torch.nn.Parameter(torch.ones(16))), ("int8", torch.arange(64, dtype=torch.int8)),
+        ("expanded", torch.arange(4, dtype=torch.float64).expand(4, 2, 4)[0]),
+    ])
+    put("torch_checkpoint", "mixed_dtypes_views", saved(mixed), flags=0)
+    put("torch_checkpoint", "linear_state_dict", saved(torch.nn.Linear(3, 2).state_dict()), flags=0)
+    put("torch_checkpoint", "empty_state_dict", saved(collections.OrderedDict()), flags=0)
+    # A tiny BERT's state dict under Hugging Face names (targets/torch_checkpoint.cpp's model: V 16, H 4, I 8, P 8).
+    g = torch.Generator().manual_seed(0)
+    shapes = {"bert.embeddings.word_embeddings.weight": (16, 4), "bert.embeddings.position_embeddings.weight": (8, 4),
+              "bert.embeddings.token_type_embeddings.weight": (2, 4), "bert.embeddings.LayerNorm.gamma": (4,),
+              "bert.embeddings.LayerNorm.beta": (4,)}
+    pre = "bert.encoder.layer.0."
+    for n, shp in [("attention.self.query", (4, 4)), ("attention.self.key", (4, 4)), ("attention.self.value", (4, 4)),
+                   ("attention.output.dense", (4, 4)), ("intermediate.dense", (8, 4)), ("output.dense", (4, 8))]:
+        shapes[pre + n + ".weight"] = shp
+        shapes[pre + n + ".bias"] = (shp[0],)
+    for n in ["attention.output.LayerNorm", "output.LayerNorm"]:
+        shapes[pre + n + ".weight"] = (4,)
+        shapes[pre + n + ".bias"] = (4,)
+    sd = collections.OrderedDict((k, torch.randn(*v, generator=g)) for k, v in shapes.items())
+    sd["cls.predictions.bias"] = torch.zeros(16)
+    sd["cls.predictions.decoder.weight"] = sd["bert.embeddings.word_embeddings.weight"]
+    sd["cls.predictions.decoder.bias"] = sd["cls.predictions.bias"]
+    sd["bert.embeddings.position_ids"] = torch.arange(8).expand((1, -1))
+    put("torch_checkpoint", "tiny_bert_load_model", saved(sd), flags=1 | 4)
+    put("torch_checkpoint", "tiny_bert_f16", saved(collections.OrderedDict((k, v.half() if v.is_floating_point() else v)
+                                                                           for k, v in sd.items())), flags=0)
+    # data.pkl alone: storages of 64 bytes, keys 0..7 in order of first use.
+    b16 = torch.arange(16, dtype=torch.float32)
+    pk = collections.OrderedDict([
+        ("a", b16.reshape(4, 4)), ("a_t", b16.reshape(4, 4).t()), ("off", b16[4:8]),
+        ("h", torch.zeros(32, dtype=torch.float16)), ("l", torch.arange(8)), ("b", torch.ones(64, dtype=torch.bool)),
+        ("d", torch.ones(8, dtype=torch.float64).reshape(2, 4)), ("i", torch.arange(16, dtype=torch.int32)),
+        ("bf", torch.zeros(32, dtype=torch.bfloat16))])
+    put("torch_checkpoint", "pickle_only_views", data_pkl(saved(pk)), flags=2)
+    put("torch_checkpoint", "pickle_only_metadata", data_pkl(saved(torch.nn.Sequential(
+        torch.nn.Linear(4, 4, bias=False), torch.nn.LayerNorm(16)).state_dict())), flags=2)
+
+    class Call:
+        def __init__(self, fn, args):
+            self.fn, self.args = fn, args
+
+        def __reduce__(self):
+            return (self.fn, self.args)
+
+    import builtins
+    import os
+    import subprocess
+    for name, obj in [("os_system", Call(os.system, ("true",))), ("eval", Call(builtins.eval, ("1",))),
+                      ("popen", Call(subprocess.Popen, (["true"],)))]:
+        put("torch_checkpoint", "refused_" + name, pickle.dumps(collections.OrderedDict([("x", obj)]), protocol=2),
+            flags=2)
+    put("torch_checkpoint", "refused_protocol4", pickle.dumps({"a": 1, "b": [1.5, None, True]}, protocol=4), flags=2)
+
+
 if __name__ == "__main__":
     makers = [tokenizer, vocab, sentencepiece, safetensors, config, recipe, train_state, hdf5_shard, glue, squad, ner,
-              tf_checkpoint]
+              tf_checkpoint, torch_checkpoint]
     if len(sys.argv) > 1:
         makers = [f for f in makers if f.__name__ in sys.argv[1:]]
         for f in makers:

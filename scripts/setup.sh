@@ -14,6 +14,7 @@ PKGS=(
   python3 python3-numpy python3-torch python3-h5py python3-matplotlib python3-protobuf
   ccache
   libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
+  libzip-dev
   clang libclang-rt-14-dev libfuzzer-14-dev libomp-dev
   opencc python3-jieba
 )

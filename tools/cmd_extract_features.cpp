@@ -54,7 +54,7 @@ Registrar reg{{"extract-features",
                  sub.add_option("--bert_config_file", f->o.bert_config_file,
                                 "model config (default: config.json or bert_config.json beside --init_checkpoint)");
                  sub.add_option("--init_checkpoint", f->o.init_checkpoint,
-                                "TF checkpoint prefix (dir/bert_model.ckpt), checkpoint directory or .safetensors")
+                                "TF checkpoint prefix (dir/bert_model.ckpt), checkpoint directory, .safetensors or pytorch_model.bin")
                      ->required();
                  sub.add_option("--vocab_file", f->o.vocab_file, "vocab.txt")->required();
                  sub.add_option("--do_lower_case", f->do_lower_case, "true|false (default true)");

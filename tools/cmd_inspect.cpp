@@ -1,6 +1,6 @@
 // cmd_inspect.cpp: `bertrain inspect PATH`: a checkpoint's config, parameter count and every tensor's name, dtype
-// and shape (PATH: a directory with config.json + model.safetensors, a .safetensors, or a TensorFlow checkpoint:
-// its prefix, .index, or a directory holding one).
+// and shape (PATH: a directory with config.json + model.safetensors or pytorch_model.bin, a .safetensors, a
+// pytorch_model.bin, or a TensorFlow checkpoint: its prefix, .index, or a directory holding one).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +11,8 @@
 #include "bertrain/io/safetensors.h"
 #include "bertrain/io/tf_bert.h"
 #include "bertrain/io/tf_checkpoint.h"
+#include "bertrain/io/torch_checkpoint.h"
+#include "bertrain/io/weights_file.h"
 #include "commands.h"
 
 namespace bertrain::cli {
@@ -87,27 +89,40 @@ int run_inspect(const std::string& path) {
     else out << "config: none (no " << kConfigFileName << ")\n";
   }
   const std::string weights = resolve_weights_file(path);
-  SafetensorsFile f = SafetensorsFile::open(weights);
+  const WeightsFile f = WeightsFile::open(weights);
   out << "weights: " << weights << "\n";
-  out << "metadata:";
-  if (f.metadata().empty()) out << " none";
-  for (const auto& [k, v] : f.metadata()) out << " " << k << "=" << v;
-  out << "\n";
+  if (const SafetensorsFile* st = f.safetensors()) {
+    out << "metadata:";
+    if (st->metadata().empty()) out << " none";
+    for (const auto& [k, v] : st->metadata()) out << " " << k << "=" << v;
+    out << "\n";
+  } else {
+    const TorchCheckpoint* t = f.torch();
+    out << "format: PyTorch zip (torch.save), records under '" << t->archive_name() << "/', version " << t->version()
+        << "\n";
+  }
   const auto names = f.names();
   int64_t params = 0;
   size_t width = 4;
   for (const auto& n : names) {
     width = std::max(width, n.size());
-    const SafetensorsInfo& in = f.info(n);
+    const WeightsTensorInfo in = f.info(n);
     // position_ids and similar buffers are integer tensors: count only floating-point tensors.
-    if (in.dtype == "F32" || in.dtype == "F64" || in.dtype == "BF16" || in.dtype == "F16")
-      params += in.shape.numel();
+    if (is_float_dtype_name(in.dtype)) params += in.shape.numel();
   }
   out << "tensors: " << names.size() << "\nparameters: " << params << "\n";
   for (const auto& n : names) {
-    const SafetensorsInfo& in = f.info(n);
+    const WeightsTensorInfo in = f.info(n);
     out << n << std::string(width + 2 - n.size(), ' ') << in.dtype
-        << std::string(6 - std::min<size_t>(in.dtype.size(), 5), ' ') << in.shape.str() << "\n";
+        << std::string(6 - std::min<size_t>(in.dtype.size(), 5), ' ') << in.shape.str();
+    if (const TorchCheckpoint* t = f.torch()) {
+      const TorchTensorInfo& ti = t->info(n);
+      if (!ti.contiguous() || ti.storage_offset != 0) out << "  (view: offset " << ti.storage_offset << ")";
+      const auto shared = t->sharing_storage(n);
+      if (!shared.empty()) out << "  (shares its storage with " << shared.front()
+                               << (shared.size() > 1 ? " and " + std::to_string(shared.size() - 1) + " more" : "") << ")";
+    }
+    out << "\n";
   }
   std::cout << out.str();
   return 0;
@@ -117,8 +132,8 @@ Registrar reg{{"inspect", "print a checkpoint's config, parameter count and tens
                [](CLI::App& sub) {
                  auto path = std::make_shared<std::string>();
                  sub.add_option("path", *path,
-                                "checkpoint directory (config.json + model.safetensors), .safetensors file, or TF "
-                                "checkpoint prefix (dir/bert_model.ckpt)")
+                                "checkpoint directory (config.json + model.safetensors or pytorch_model.bin), "
+                                ".safetensors file, pytorch_model.bin, or TF checkpoint prefix (dir/bert_model.ckpt)")
                      ->required();
                  return std::function<int()>([path] { return run_inspect(*path); });
                }}};

@@ -10,7 +10,8 @@ namespace bertrain::cli {
 void FinetuneFlags::add_to(CLI::App& app, tasks::FinetuneCommandOptions& o) {
   FinetuneOptions& t = o.finetune;
   app.add_option("--init_checkpoint", o.init_checkpoint,
-                 "checkpoint directory, .safetensors file (bertrain or Hugging Face) or TF checkpoint prefix (dir/bert_model.ckpt)");
+                 "checkpoint directory (model.safetensors or pytorch_model.bin), .safetensors file, pytorch_model.bin "
+                 "(read without running its pickle) or TF checkpoint prefix (dir/bert_model.ckpt)");
   app.add_option("--bert_config_file", o.bert_config_file, "model config (default: config.json, or bert_config.json, beside --init_checkpoint)");
   app.add_option("--vocab_file", o.vocab_file, "BERT vocab.txt")->required();
   app.add_option("--do_lower_case", do_lower_case, "true for uncased models")->capture_default_str();

@@ -13,6 +13,7 @@
 #include "bertrain/io/safetensors.h"
 #include "bertrain/io/tf_bert.h"
 #include "bertrain/io/tf_checkpoint.h"
+#include "bertrain/io/weights_file.h"
 
 namespace bertrain {
 
@@ -48,8 +49,6 @@ std::vector<std::pair<std::string, Variable>> own_parameters(const Module& model
   }
   return out;
 }
-
-bool is_float_st(const std::string& d) { return d == "F32" || d == "F64" || d == "BF16" || d == "F16"; }
 
 }  // namespace
 
@@ -103,12 +102,12 @@ std::string resolve_weights_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return path;
   BERTRAIN_CHECK(fs::is_directory(path, ec), "checkpoint '", path, "' does not exist");
-  fs::path w = fs::path(path) / kWeightsFileName;
-  if (fs::is_regular_file(w, ec)) return w.string();
-  BERTRAIN_CHECK(!fs::exists(fs::path(path) / "pytorch_model.bin", ec), "checkpoint directory '", path,
-                 "' has pytorch_model.bin but no ", kWeightsFileName,
-                 ": bertrain reads safetensors only (convert with safetensors.torch.save_file)");
-  throw Error("checkpoint directory '" + path + "' has no " + kWeightsFileName);
+  // model.safetensors first, as transformers' from_pretrained prefers it when a directory holds both.
+  for (const char* name : {kWeightsFileName, kTorchWeightsFileName}) {
+    fs::path w = fs::path(path) / name;
+    if (fs::is_regular_file(w, ec)) return w.string();
+  }
+  throw Error("checkpoint directory '" + path + "' has no " + kWeightsFileName + " and no " + kTorchWeightsFileName);
 }
 
 void save_model(const std::string& path, const Module& model, const std::optional<BertConfig>& config) {
@@ -144,14 +143,15 @@ struct Source {
   std::vector<std::string> optimizer;  // TF optimizer variables, skipped
 };
 
-Source safetensors_source(const std::string& path) {
+// A safetensors file or a PyTorch checkpoint (WeightsFile dispatches on the content).
+Source weights_source(const std::string& path) {
   Source src;
   const std::string file_path = resolve_weights_file(path);
-  auto file = std::make_shared<SafetensorsFile>(SafetensorsFile::open(file_path));
+  auto file = std::make_shared<WeightsFile>(WeightsFile::open(file_path));
   src.where = "checkpoint '" + file_path + "'";
   for (const auto& n : file->names()) {
-    const SafetensorsInfo& info = file->info(n);
-    src.tensors.push_back({n, n, info.dtype, info.shape.str(), info.shape, is_float_st(info.dtype),
+    const WeightsTensorInfo info = file->info(n);
+    src.tensors.push_back({n, n, info.dtype, info.shape.str(), info.shape, is_float_dtype_name(info.dtype),
                            [file, n](DType dt) { return file->load(n, dt); }});
   }
   return src;
@@ -193,7 +193,9 @@ bool same_values(const Tensor& a, const Tensor& b) {
 void load_model(const std::string& path, Module& model, LoadReport& report, const LoadOptions& options) {
   report = LoadReport{};
   const auto tf_prefix = find_tf_checkpoint(path);
-  Source src = tf_prefix ? tf_source(*tf_prefix) : safetensors_source(path);
+  // The one place a checkpoint's format is chosen: TF (a prefix, or a directory holding one), else the weights
+  // file of resolve_weights_file(): model.safetensors or pytorch_model.bin, told apart by their content.
+  Source src = tf_prefix ? tf_source(*tf_prefix) : weights_source(path);
   const std::string& where = src.where;
   report.optimizer_state = src.optimizer;
 

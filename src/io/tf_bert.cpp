@@ -13,6 +13,7 @@
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/safetensors.h"
+#include "bertrain/io/weights_file.h"
 #include "io/file_util.h"
 
 namespace bertrain {
@@ -378,7 +379,8 @@ std::vector<std::pair<std::string, Tensor>> hf_to_tf_tensors(const std::vector<s
 std::optional<std::string> find_tf_checkpoint(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    if (fs::exists(fs::path(path) / kWeightsFileName, ec)) return std::nullopt;
+    if (fs::exists(fs::path(path) / kWeightsFileName, ec) || fs::exists(fs::path(path) / kTorchWeightsFileName, ec))
+      return std::nullopt;
     std::vector<std::string> found;
     for (const auto& de : fs::directory_iterator(path, ec))
       if (de.is_regular_file() && de.path().extension() == ".index") found.push_back(de.path().string());
@@ -455,6 +457,49 @@ void make_dir(const std::string& out) {
 
 }  // namespace
 
+namespace {
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+// A state dict as safetensors holds it: the tied MLM decoder weight and bias left out when they equal the word
+// embeddings and cls.predictions.bias (transformers' save_pretrained drops shared tensors the same way; safetensors
+// has no shared storage), a decoder bias without cls.predictions.bias renamed to it; everything else as it is.
+std::vector<std::pair<std::string, Tensor>> safetensors_tensors(const std::vector<std::pair<std::string, Tensor>>& hf,
+                                                                const std::string& source, TfMappingReport& report) {
+  const Tensor* word = nullptr;
+  const Tensor* bias = nullptr;
+  for (const auto& [n, t] : hf) {
+    if (n == "bert.embeddings.word_embeddings.weight" || n == "embeddings.word_embeddings.weight") word = &t;
+    if (n == "cls.predictions.bias") bias = &t;
+  }
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [n, t] : hf) {
+    if (n == kTiedDecoderWeight && word && same_tensor(t, *word)) {
+      report.tied.push_back(n);
+      continue;
+    }
+    if (n == "cls.predictions.decoder.bias") {
+      if (!bias) {
+        out.emplace_back("cls.predictions.bias", t);
+        report.mapped.push_back(n + " -> cls.predictions.bias");
+        continue;
+      }
+      BERTRAIN_CHECK(same_tensor(t, *bias), source, ": tensors 'cls.predictions.bias' and "
+                     "'cls.predictions.decoder.bias' differ; they are one bias (added once), so the checkpoint is "
+                     "ambiguous");
+      report.tied.push_back(n);
+      continue;
+    }
+    out.emplace_back(n, t);
+    report.mapped.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
 ConvertResult convert_checkpoint(const std::string& input, const std::string& output, const ConvertOptions& o) {
   ConvertResult res;
   BERTRAIN_CHECK(!output.empty(), "convert: --output is required");
@@ -491,13 +536,17 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
     res.tensors = tensors.size();
     return res;
   }
-  // bertrain / Hugging Face -> TF.
-  res.to_tf = true;
+  // bertrain / Hugging Face (model.safetensors or pytorch_model.bin) -> TF, or -> safetensors.
   const std::string weights = resolve_weights_file(input);
   const std::string cfg_path = pick_config(weights, o, {"config.json", "bert_config.json"});
-  const BertConfig cfg = load_bert_config(cfg_path);
+  BertConfig cfg = load_bert_config(cfg_path);
   const std::string vocab = pick_vocab(weights, o);
-  SafetensorsFile f = SafetensorsFile::open(weights);
+  const WeightsFile f = WeightsFile::open(weights);
+  const std::string format =
+      !o.output_format.empty() ? o.output_format : f.format() == WeightsFile::Format::torch ? "safetensors" : "tf";
+  BERTRAIN_CHECK(format == "tf" || format == "safetensors", "convert: --output_format is '", o.output_format,
+                 "'; expected tf or safetensors");
+  res.to_tf = format == "tf";
   int64_t classifier_rows = -1;
   if (f.contains("classifier.weight") && f.info("classifier.weight").shape.size() == 2)
     classifier_rows = f.info("classifier.weight").shape[0];
@@ -515,7 +564,7 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
   });
   std::vector<std::pair<std::string, Tensor>> hf;
   for (const auto& n : f.names()) {
-    const SafetensorsInfo& info = f.info(n);
+    const WeightsTensorInfo info = f.info(n);
     std::string canon = n;
     if (auto m = hf_to_tf_name(n)) {
       // Check against the config in Hugging Face terms (the name the model would give the parameter).
@@ -525,8 +574,32 @@ ConvertResult convert_checkpoint(const std::string& input, const std::string& ou
       BERTRAIN_CHECK(!want || info.shape == *want, "checkpoint '", weights, "', tensor '", n, "': shape ",
                      info.shape.str(), " disagrees with config '", cfg_path, "', which needs ", want->str());
     }
-    const bool is_float = info.dtype == "F32" || info.dtype == "F64" || info.dtype == "BF16" || info.dtype == "F16";
-    hf.emplace_back(n, is_float ? f.load(n, DType::f32) : f.load(n));
+    // TF wants DT_FLOAT; safetensors keeps the file's dtype (F16 widened to F32: bertrain has no f16).
+    hf.emplace_back(n, is_float_dtype_name(info.dtype) && res.to_tf ? f.load(n, DType::f32) : f.load(n));
+  }
+  if (!res.to_tf) {
+    const std::string source = "checkpoint '" + weights + "'";
+    std::vector<std::pair<std::string, Tensor>> out = safetensors_tensors(hf, source, res.report);
+    bool has_word = false;
+    for (const auto& [n, t] : out) has_word |= n == "bert.embeddings.word_embeddings.weight" || n == "embeddings.word_embeddings.weight";
+    BERTRAIN_CHECK(has_word, source, " has no bert.embeddings.word_embeddings.weight: not a BERT checkpoint");
+    if (classifier_rows > 0) {
+      BERTRAIN_CHECK(cfg.id2label.empty() || static_cast<int64_t>(cfg.id2label.size()) == classifier_rows, source,
+                     ": classifier.weight has ", classifier_rows, " rows but config '", cfg_path, "' names ",
+                     cfg.id2label.size(), " labels");
+      cfg.num_labels = classifier_rows;
+    }
+    make_dir(output);
+    const fs::path outp(output);
+    save_safetensors((outp / kWeightsFileName).string(), out, {{"format", "pt"}});
+    save_bert_config((outp / kConfigFileName).string(), cfg);
+    res.written = {(outp / kConfigFileName).string(), (outp / kWeightsFileName).string()};
+    if (!vocab.empty()) {
+      write_text_atomic((outp / "vocab.txt").string(), read_text_file(vocab));
+      res.written.push_back((outp / "vocab.txt").string());
+    }
+    res.tensors = out.size();
+    return res;
   }
   const std::string source = "checkpoint '" + weights + "'";
   auto tf = hf_to_tf_tensors(hf, source, res.report);

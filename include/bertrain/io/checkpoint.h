@@ -54,8 +54,9 @@ struct LoadOptions {
 /// Throws bertrain::Error on I/O failure or an invalid config.
 void save_model(const std::string& path, const Module& model, const std::optional<BertConfig>& config = std::nullopt);
 
-/// Loads weights into `model` from a .safetensors file, a checkpoint directory's model.safetensors, or a
-/// TensorFlow checkpoint: a prefix whose PREFIX.index exists (google-research/bert's --init_checkpoint, e.g.
+/// Loads weights into `model` from a .safetensors file, a PyTorch checkpoint (torch.save of a state dict, such as
+/// Hugging Face's pytorch_model.bin: bertrain/io/torch_checkpoint.h, read without running its pickle), a
+/// checkpoint directory's model.safetensors or else its pytorch_model.bin, or a TensorFlow checkpoint: a prefix whose PREFIX.index exists (google-research/bert's --init_checkpoint, e.g.
 /// dir/bert_model.ckpt), its .index file, or a directory without model.safetensors holding a `checkpoint` file
 /// (the latest checkpoint it names, as tf.train.latest_checkpoint) or one *.index (find_tf_checkpoint). A TF
 /// checkpoint's variables are mapped to Hugging Face names and layouts by bertrain/io/tf_bert.h (kernels
@@ -67,7 +68,8 @@ void save_model(const std::string& path, const Module& model, const std::optiona
 /// BertFor* (or the reverse). cls.predictions.decoder.weight is skipped (tied), and accepted in the file when
 /// its shape equals the word embeddings'; `cls.predictions.decoder.bias` is taken for cls.predictions.bias
 /// when that is absent; buffers such as `bert.embeddings.position_ids` are ignored silently. F16/BF16/F64
-/// values are converted to the parameter's dtype; same-dtype loads are bit-exact.
+/// values are converted to the parameter's dtype; same-dtype loads are bit-exact. A PyTorch file's tensors are
+/// copied out of their storages (views, offsets and tied storages resolved) before the same rules apply.
 /// When the file holds both cls.predictions.bias and cls.predictions.decoder.bias they must be equal (one bias,
 /// added once: CASES.md C33); a decoder weight that differs from the word embeddings is reported in warnings.
 /// Throws bertrain::Error naming the file and tensor on a shape mismatch (both shapes in the message), a
@@ -81,8 +83,9 @@ void load_model(const std::string& path, Module& model, LoadReport& report, cons
 /// zips), bert_config.json. Returns the config.json path when neither exists (the caller's error names it).
 std::string default_config_file(const std::string& checkpoint);
 
-/// The weights file of a checkpoint path: `path` itself when it is a file, else path/model.safetensors.
-/// Throws bertrain::Error when neither exists (mentioning pytorch_model.bin when only that is present).
+/// The weights file of a checkpoint path: `path` itself when it is a file, else path/model.safetensors, else
+/// path/pytorch_model.bin (transformers' order). Throws bertrain::Error when none exists. WeightsFile::open()
+/// (bertrain/io/weights_file.h) reads what this returns, whichever format it is.
 std::string resolve_weights_file(const std::string& path);
 
 }  // namespace bertrain

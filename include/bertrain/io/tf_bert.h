@@ -83,10 +83,13 @@ std::vector<std::pair<std::string, Tensor>> hf_to_tf_tensors(const std::vector<s
 struct ConvertOptions {
   std::string bert_config_file;  ///< default: bert_config.json (TF input) or config.json (bertrain input) beside it
   std::string vocab_file;        ///< default: vocab.txt beside the input, when there is one
+  /// For a bertrain / Hugging Face input: "tf" or "safetensors"; empty: safetensors for a PyTorch checkpoint
+  /// (pytorch_model.bin), tf for safetensors. A TF input always becomes safetensors.
+  std::string output_format;
 };
 
 struct ConvertResult {
-  bool to_tf = false;                 ///< direction: bertrain/Hugging Face -> TF
+  bool to_tf = false;                 ///< direction: bertrain/Hugging Face -> TF (else -> safetensors)
   std::vector<std::string> written;   ///< files written
   size_t tensors = 0;                 ///< tensors written
   TfMappingReport report;
@@ -96,16 +99,19 @@ struct ConvertResult {
 /// *.index, as Google's zips) becomes the directory `output` with config.json (Hugging Face form, Google's
 /// extra keys kept; num_labels from a classifier head), model.safetensors (Hugging Face names and layouts,
 /// the file's dtypes) and vocab.txt. A bertrain / Hugging Face checkpoint (a directory with model.safetensors,
-/// or a .safetensors file) becomes the directory `output` with bert_model.ckpt.index,
+/// a .safetensors file, a pytorch_model.bin or a directory holding one) becomes, with output_format "tf",
+/// the directory `output` with bert_model.ckpt.index,
 /// bert_model.ckpt.data-00000-of-00001 (DT_FLOAT), bert_config.json (Google's form) and vocab.txt, loadable by
-/// google-research/bert's --init_checkpoint=output/bert_model.ckpt. Every input tensor is read and checked
+/// google-research/bert's --init_checkpoint=output/bert_model.ckpt; with "safetensors" (the default for a PyTorch
+/// input) the directory `output` with model.safetensors (every tensor in its file dtype, F16 widened to F32, views
+/// copied out, the tied decoder weight and bias left out: reported as tied), config.json and vocab.txt. Every input tensor is read and checked
 /// against the config before the first file is written, and each file is written atomically, so an error
 /// writes nothing. Throws bertrain::Error (one line, naming the file and tensor) on a missing config, any reader
 /// error, a shape that disagrees with the config, or a missing backbone parameter (word embeddings).
 ConvertResult convert_checkpoint(const std::string& input, const std::string& output, const ConvertOptions& options = {});
 
 /// The TF prefix an input names: a prefix, its .index / .data file, or a directory without model.safetensors
-/// that holds a `checkpoint` file (the latest checkpoint it names, read_tf_checkpoint_state in tf_checkpoint.h) or
+/// and pytorch_model.bin that holds a `checkpoint` file (the latest checkpoint it names, read_tf_checkpoint_state in tf_checkpoint.h) or
 /// exactly one *.index file (bert_model.ckpt.index in Google's zips); nullopt when it names no TF checkpoint.
 /// A `checkpoint` file takes precedence over the *.index files, as in TF. Throws bertrain::Error (one line) for
 /// a `checkpoint` file that cannot be read or names a missing checkpoint (with a hint: the same name in this
