@@ -73,6 +73,7 @@
 #include "bertrain/tasks/features/features.h"
 #include "bertrain/tasks/batching.h"
 #include "bertrain/tasks/finetune_command.h"
+#include "bertrain/tasks/pipeline.h"
 #include "bertrain/tasks/glue/glue.h"
 #include "bertrain/tasks/glue/metrics.h"
 #include "bertrain/tasks/glue/run_classifier.h"
