@@ -140,7 +140,8 @@ run run-squad --train_file squad.json --predict_file squad.json --init_checkpoin
   --output_dir rs --do_train --do_predict
 [ "$(json rs/best/config.json 'd["architectures"][0], d["task_specific_params"]["question-answering"]["doc_stride"]')" = \
   "BertForQuestionAnswering 4" ]
-run run-squad --init_checkpoint rs/best --predict_file squad.json --output_dir rs_pred --do_predict
+run run-squad --init_checkpoint rs/best --predict_file squad.json --doc_stride 4 --max_query_length 4 \
+  --max_answer_length 6 --output_dir rs_pred --do_predict
 python3 - <<'PY'
 import json
 d = json.load(open("squad.json"))

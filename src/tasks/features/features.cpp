@@ -338,7 +338,8 @@ Summary extract_features(const Options& options) {
   tasks::take_tokenizer_defaults(ck, o.vocab_file, o.do_lower_case);
   BERTRAIN_CHECK(!o.vocab_file.empty(), "extract-features: give --vocab_file (", o.init_checkpoint,
                  " has no vocab.txt beside it)");
-  if (o.max_seq_length == 0) o.max_seq_length = ck.model_max_length.value_or(128);
+  if (o.max_seq_length == 0)
+    o.max_seq_length = ck.model_max_length.value_or(std::min<int64_t>(128, ck.config.max_position_embeddings));
   const bool npy = o.output_file.size() > 4 && o.output_file.compare(o.output_file.size() - 4, 4, ".npy") == 0;
   BERTRAIN_CHECK(!npy || o.pooling != Pooling::none, "extract-features: a .npy output (", o.output_file,
                  ") holds one vector per line: give --pooling cls or mean");

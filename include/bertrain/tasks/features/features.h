@@ -82,7 +82,7 @@ struct Options {
   /// contradicts the checkpoint's is refused (tasks::take_tokenizer_defaults).
   std::optional<bool> do_lower_case;
   std::vector<int> layers = {-1, -2, -3, -4};
-  /// 0: init_checkpoint's model_max_length (tokenizer_config.json), else 128.
+  /// 0: init_checkpoint's model_max_length (tokenizer_config.json), else min(128, max_position_embeddings).
   int64_t max_seq_length = 0;
   int64_t batch_size = 32;
   Pooling pooling = Pooling::none;
