@@ -84,7 +84,11 @@ void take_tokenizer_defaults(const CheckpointFiles& ck, std::string& vocab_file,
 std::optional<CheckpointFiles> apply_checkpoint_defaults(FinetuneCommandOptions& o, const std::string& architecture,
                                                          int default_max_seq_length) {
   std::optional<CheckpointFiles> ck;
-  if (!o.init_checkpoint.empty()) {
+  // A checkpoint that does not exist is left to load_init_checkpoint, after the data files have been checked (a bad
+  // data file is reported first, in seconds).
+  std::error_code ec;
+  if (!o.init_checkpoint.empty() &&
+      (fs::exists(o.init_checkpoint, ec) || fs::exists(o.init_checkpoint + ".index", ec))) {
     ck = read_checkpoint_files(o.init_checkpoint, o.bert_config_file);
     const bool vocab_given = !o.vocab_file.empty(), lower_given = o.do_lower_case.has_value();
     take_tokenizer_defaults(*ck, o.vocab_file, o.do_lower_case);
