@@ -15,11 +15,11 @@ namespace {
 
 struct ExtractFlags {
   features::Options o;
-  std::string layers = "-1,-2,-3,-4", do_lower_case = "true", pooling = "none";
+  std::string layers = "-1,-2,-3,-4", do_lower_case, pooling = "none";
 };
 
 int run_extract(ExtractFlags f) {
-  f.o.do_lower_case = parse_bool_flag("do_lower_case", f.do_lower_case);
+  if (!f.do_lower_case.empty()) f.o.do_lower_case = parse_bool_flag("do_lower_case", f.do_lower_case);
   f.o.layers.clear();
   std::stringstream ss(f.layers);
   for (std::string item; std::getline(ss, item, ',');) {
@@ -37,7 +37,7 @@ int run_extract(ExtractFlags f) {
   const features::Summary s = features::extract_features(f.o);
   spdlog::info("extract-features: {}", s.load_report);
   spdlog::info("extract-features: {} lines ({} truncated to max_seq_length {}), {} values per {} -> {}", s.examples,
-               s.truncated, f.o.max_seq_length, s.dim, f.o.pooling == features::Pooling::none ? "token and layer" : "line",
+               s.truncated, s.max_seq_length, s.dim, f.o.pooling == features::Pooling::none ? "token and layer" : "line",
                s.output);
   return 0;
 }
@@ -56,9 +56,11 @@ Registrar reg{{"extract-features",
                  sub.add_option("--init_checkpoint", f->o.init_checkpoint,
                                 "TF checkpoint prefix (dir/bert_model.ckpt), checkpoint directory, .safetensors or pytorch_model.bin")
                      ->required();
-                 sub.add_option("--vocab_file", f->o.vocab_file, "vocab.txt")->required();
-                 sub.add_option("--do_lower_case", f->do_lower_case, "true|false (default true)");
-                 sub.add_option("--max_seq_length", f->o.max_seq_length, "tokens per line after WordPiece (default 128)");
+                 sub.add_option("--vocab_file", f->o.vocab_file, "vocab.txt (default: the one beside --init_checkpoint)");
+                 sub.add_option("--do_lower_case", f->do_lower_case,
+                                "true|false (default: --init_checkpoint's tokenizer_config.json, else true)");
+                 sub.add_option("--max_seq_length", f->o.max_seq_length,
+                                "tokens per line after WordPiece (default: --init_checkpoint's model_max_length, else 128)");
                  sub.add_option("--batch_size", f->o.batch_size, "lines per batch (default 32)");
                  sub.add_option("--pooling", f->pooling, "none (per token, the reference's output), cls or mean: one "
                                                          "vector per line, the chosen layers concatenated")

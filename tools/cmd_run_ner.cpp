@@ -34,10 +34,12 @@ Registrar reg{{"run-ner",
                  sub.add_flag("--label_all_tokens", o->label_all_tokens, "label every sub-token, not only the first");
                  sub.add_flag("--return_entity_level_metrics", o->return_entity_level_metrics,
                               "per-type precision/recall/f1/number in eval_results.json");
-                 sub.add_option("--tokenize_chinese_chars", o->tokenize_chinese_chars,
-                                "isolate CJK characters before WordPiece (default true)");
-                 return std::function<int()>([o, f] {
+                 auto* chinese = sub.add_option("--tokenize_chinese_chars", o->tokenize_chinese_chars,
+                                                "isolate CJK characters before WordPiece (default: the "
+                                                "--init_checkpoint's tokenizer_config.json, else true)");
+                 return std::function<int()>([o, f, chinese] {
                    f->resolve(*o);
+                   o->tokenize_chinese_chars_given = chinese->count() > 0;
                    return ner::run_ner(*o).exit_code;
                  });
                }}};

@@ -13,9 +13,12 @@ void FinetuneFlags::add_to(CLI::App& app, tasks::FinetuneCommandOptions& o) {
                  "checkpoint directory (model.safetensors or pytorch_model.bin), .safetensors file, pytorch_model.bin "
                  "(read without running its pickle) or TF checkpoint prefix (dir/bert_model.ckpt)");
   app.add_option("--bert_config_file", o.bert_config_file, "model config (default: config.json, or bert_config.json, beside --init_checkpoint)");
-  app.add_option("--vocab_file", o.vocab_file, "BERT vocab.txt")->required();
-  app.add_option("--do_lower_case", do_lower_case, "true for uncased models")->capture_default_str();
-  app.add_option("--max_seq_length", o.max_seq_length, "tokens per sequence after WordPiece")->capture_default_str();
+  app.add_option("--vocab_file", o.vocab_file, "BERT vocab.txt (default: vocab.txt of --init_checkpoint)");
+  app.add_option("--do_lower_case", do_lower_case,
+                 "true for uncased models (default: --init_checkpoint's tokenizer_config.json, else true)");
+  app.add_option("--max_seq_length", o.max_seq_length,
+                 "tokens per sequence after WordPiece (default: the model_max_length of an --init_checkpoint "
+                 "finetuned for this task, else 128; run-squad 384)");
   app.add_option("--train_batch_size", t.train_batch_size)->capture_default_str();
   app.add_option("--eval_batch_size", o.eval_batch_size)->capture_default_str();
   app.add_option("--predict_batch_size", o.predict_batch_size)->capture_default_str();
@@ -63,7 +66,7 @@ void add_tensorboard_flags(CLI::App& app, bool& on, std::string& dir) {
 }
 
 void FinetuneFlags::resolve(tasks::FinetuneCommandOptions& o) const {
-  o.do_lower_case = parse_bool_flag("do_lower_case", do_lower_case);
+  if (!do_lower_case.empty()) o.do_lower_case = parse_bool_flag("do_lower_case", do_lower_case);
 }
 
 }  // namespace bertrain::cli

@@ -14,12 +14,13 @@ namespace bertrain::cli {
 /// --output_dir --seed --save_checkpoints_steps --optimizer --lr_convention --do_train --do_predict --resume --bf16,
 /// --pad_to_max_length --pad_to_multiple_of --unpad --group_by_length, --tensorboard --tensorboard_dir,
 /// bound to `o` (defaults shown from it). --do_lower_case is kept as text in `do_lower_case` (absl's
-/// true/false/1/0): call resolve() in the command's callback.
+/// true/false/1/0; empty when not given, so that the checkpoint's setting applies): call resolve() in the
+/// command's callback.
 /// --tensorboard (a bool flag: `--tensorboard=false` turns the event files off) and --tensorboard_dir DIR.
 void add_tensorboard_flags(CLI::App& app, bool& on, std::string& dir);
 
 struct FinetuneFlags {
-  std::string do_lower_case = "true";
+  std::string do_lower_case;
   void add_to(CLI::App& app, tasks::FinetuneCommandOptions& o);
   void resolve(tasks::FinetuneCommandOptions& o) const;
 };

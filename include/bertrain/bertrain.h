@@ -51,6 +51,7 @@
 // io
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
+#include "bertrain/io/checkpoint_files.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/recipe.h"
 #include "bertrain/io/safetensors.h"
@@ -74,6 +75,8 @@
 #include "bertrain/tasks/features/features.h"
 #include "bertrain/tasks/batching.h"
 #include "bertrain/tasks/finetune_command.h"
+#include "bertrain/tasks/pipeline.h"
+#include "bertrain/tasks/predict.h"
 #include "bertrain/tasks/glue/glue.h"
 #include "bertrain/tasks/glue/metrics.h"
 #include "bertrain/tasks/glue/run_classifier.h"

@@ -1,6 +1,7 @@
 // config.cpp: BertConfig <-> config.json (Hugging Face) / bert_config.json (google-research/bert).
 #include "bertrain/io/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -114,7 +115,7 @@ const std::set<std::string> kKnownKeys = {
     "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
     "initializer_range", "layer_norm_eps", "num_labels", "id2label", "label2id", "position_embedding_type",
     "architectures", "model_type", "pad_token_id", "torch_dtype", "classifier_dropout", "use_cache",
-    "transformers_version"};
+    "transformers_version", "finetuning_task"};
 
 void add_extras(json& j, const BertConfig& c) {
   for (const auto& [k, v] : c.extra)
@@ -148,6 +149,15 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
     BERTRAIN_CHECK(it->get<std::string>() == "absolute", source, ": position_embedding_type ", it->dump(),
                    " is not supported (bertrain implements \"absolute\")");
   }
+  if (auto it = j.find("architectures"); it != j.end() && !it->is_null()) {
+    BERTRAIN_CHECK(it->is_array() && std::all_of(it->begin(), it->end(), [](const json& a) { return a.is_string(); }),
+                   source, ": \"architectures\" must be a list of strings, got ", it->dump());
+    if (!it->empty()) c.architecture = it->front().get<std::string>();
+  }
+  if (auto it = j.find("finetuning_task"); it != j.end() && !it->is_null()) {
+    BERTRAIN_CHECK(it->is_string(), source, ": \"finetuning_task\" must be a string or null, got ", it->dump());
+    c.finetuning_task = it->get<std::string>();
+  }
   for (const auto& [k, v] : j.items())
     if (!kKnownKeys.count(k)) c.extra[k] = v.dump();
   try {
@@ -166,9 +176,10 @@ BertConfig load_bert_config(const std::string& path) {
 
 std::string bert_config_to_json(const BertConfig& c) {
   json j = json::object();  // std::map underneath: keys come out sorted, as json.dumps(sort_keys=True)
-  j["architectures"] = json::array({"BertForPreTraining"});
+  j["architectures"] = json::array({c.architecture.empty() ? std::string("BertForPreTraining") : c.architecture});
   j["attention_probs_dropout_prob"] = c.attention_probs_dropout_prob;
   j["classifier_dropout"] = nullptr;
+  if (!c.finetuning_task.empty()) j["finetuning_task"] = c.finetuning_task;
   j["hidden_act"] = c.hidden_act;
   j["hidden_dropout_prob"] = c.hidden_dropout_prob;
   j["hidden_size"] = c.hidden_size;

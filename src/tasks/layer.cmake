@@ -20,6 +20,8 @@ bertrain_add_layer(tasks
     tasks/common/finetune_command.cpp
     tasks/features/features.cpp
     tasks/common/batching.cpp
+    tasks/pipeline.cpp
+    tasks/predict.cpp
   PUBLIC_DEPS
     bertrain::core
     bertrain::io

@@ -17,6 +17,7 @@
 #include "bertrain/data/loader.h"
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
+#include "bertrain/io/checkpoint_files.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/tokenizer_files.h"
 #include "bertrain/models/bert.h"
@@ -68,6 +69,22 @@ struct PretrainTrainer::Impl {
     // Model config: bert_config_file, else config.json (or Google's bert_config.json) beside the init checkpoint.
     const std::string cfg_path = r.bert_config_file.empty() ? default_config_file(r.init_checkpoint) : r.bert_config_file;
     cfg = load_bert_config(cfg_path);
+    cfg.architecture = kArchPreTraining;  // also when initialised from a finetuned checkpoint
+    cfg.finetuning_task.clear();
+    // The init checkpoint's own vocab.txt and casing (io/checkpoint_files.h) when the recipe names no vocab; a
+    // vocab_file whose contents differ from the checkpoint's vocab.txt is refused.
+    if (!r.init_checkpoint.empty()) {
+      const CheckpointFiles ck = read_checkpoint_files(r.init_checkpoint, r.bert_config_file);
+      if (r.vocab_file.empty() && !ck.vocab_file.empty()) {
+        r.vocab_file = ck.vocab_file;
+        if (ck.do_lower_case) r.do_lower_case = *ck.do_lower_case;
+        spdlog::info("vocab_file: {} (from init_checkpoint), do_lower_case {}", r.vocab_file, r.do_lower_case);
+      } else if (!r.vocab_file.empty() && !ck.vocab_file.empty()) {
+        BERTRAIN_CHECK(same_file_contents(r.vocab_file, ck.vocab_file), "vocab_file ", r.vocab_file,
+                       " contradicts the init checkpoint: it differs from ", ck.vocab_file,
+                       "; leave vocab_file out to use the checkpoint's");
+      }
+    }
     if (!r.vocab_file.empty()) {
       text::Vocab v = text::Vocab::load(r.vocab_file);
       BERTRAIN_CHECK(static_cast<int64_t>(v.size()) <= cfg.vocab_size, "vocab file ", r.vocab_file, " has ",

@@ -3,7 +3,8 @@
 # tests/project/consumer against the installed package only (find_package + the umbrella header), then runs it: XOR must
 # reach 100% accuracy, and a tiny BertForSequenceClassification is finetuned for 20 steps on a GLUE-format task,
 # evaluated with the task's metric, with atomic checkpoints that load back, converted to a TF bundle and loaded back
-# from it (LevelDB), and a TF bundle with snappy-compressed index blocks is read.
+# from it (LevelDB), and a TF bundle with snappy-compressed index blocks is read; the task pipeline examples
+# (classify, tag, answer, embed) build, and embed runs.
 #   shared: installs BUILD_DIR (a shared build).
 #   static: configures and builds the libraries again with -DBERTRAIN_BUILD_SHARED=OFF (no tests, no tools) and
 #           installs that, so the package's find_dependency list is what links the consumer.
@@ -57,3 +58,9 @@ echo "$out"
 grep -q "accuracy 100%" <<<"$out"
 "$tmp/build/finetune_glue" "$src/data/vocab/bert-base-uncased-vocab.txt" "$tmp/work" \
   "$src/tests/fixtures/tf_checkpoints/tf_serving/saved_model_half_plus_two_cpu/variables"
+# The task pipeline examples (one per task, built above): the feature-extraction one runs on the tiny TF checkpoint
+# directory (bert_config.json and vocab.txt beside the prefix); tests/tasks/pipeline_predict_test.sh runs all four
+# on finetuned checkpoints against the training commands' own predictions.
+vec=$(echo "all work and no play" | "$tmp/build/embed" "$src/tests/fixtures/tf_checkpoints/keras_bert_tiny")
+[ "$(wc -w <<<"$vec")" = 4 ] || { echo "embed: expected 4 values, got '$vec'" >&2; exit 1; }
+for example in classify tag answer; do [ -x "$tmp/build/$example" ]; done

@@ -23,6 +23,7 @@ declare -A bad=(
   [extract-features]="--input_file $no.txt --vocab_file $no-vocab.txt --init_checkpoint $no/bert_model.ckpt"
   [info]="--no_such_flag"
   [inspect]="$no"
+  [predict]="--checkpoint $no --input $no.txt"
   [pretrain]="--config $no.json"
   [run-classifier]="--task_name SST-2 --data_dir $no --vocab_file $no-vocab.txt --output_dir $tmp/out --do_eval"
   [run-ner]="--vocab_file $no-vocab.txt --output_dir $tmp/out --do_eval --validation_file $no.conll"

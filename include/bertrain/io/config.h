@@ -14,6 +14,8 @@ namespace bertrain {
 /// bert_config_to_json() writes itself (architectures, model_type, pad_token_id, torch_dtype, ...) and
 /// transformers_version are dropped; every other unknown key (google's directionality and pooler_*, ...) goes to
 /// BertConfig::extra and is written again by both writers below.
+/// "architectures" (a list of strings; its first entry) becomes BertConfig::architecture and "finetuning_task"
+/// BertConfig::finetuning_task.
 /// Labels as transformers writes them: "id2label" {"0": "LABEL_0", ...} (output index as a string -> name) and
 /// "label2id" {"LABEL_0": 0, ...} (its inverse) become BertConfig::id2label; either may come alone. num_labels
 /// comes from "num_labels" or else from the size of id2label / label2id, as transformers derives it.
@@ -29,8 +31,9 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
 /// Reads `path` with parse_bert_config(). Throws bertrain::Error naming the file when it cannot be read.
 BertConfig load_bert_config(const std::string& path);
 
-/// The config as transformers' save_pretrained writes it for BertForPreTraining: keys sorted, indent 2,
-/// trailing newline, with "architectures": ["BertForPreTraining"], "model_type": "bert", every BertConfig
+/// The config as transformers' save_pretrained writes it: keys sorted, indent 2, trailing newline, with
+/// "architectures": [BertConfig::architecture] (["BertForPreTraining"] when it is empty), "finetuning_task" when
+/// BertConfig::finetuning_task is set, "model_type": "bert", every BertConfig
 /// key, "pad_token_id": 0, "position_embedding_type": "absolute", "torch_dtype": "float32",
 /// "classifier_dropout": null, "use_cache": true, and "id2label" / "label2id" ({"0": "LABEL_0", ...} /
 /// {"LABEL_0": 0, ...} with BertConfig::label_name) unless they are transformers' defaults (two labels named

@@ -31,6 +31,14 @@ struct BertConfig {
   /// distinct). Empty: transformers' default names LABEL_0 ... LABEL_{num_labels-1}. When not empty its size is
   /// num_labels. A finetuned classifier's names tell which output means which class (CASES.md C43).
   std::vector<std::string> id2label;
+  /// The model class the weights belong to, Hugging Face's config.json "architectures" (its first entry):
+  /// "BertForPreTraining", "BertForSequenceClassification", "BertForQuestionAnswering",
+  /// "BertForTokenClassification", "BertModel", ... Empty (a google bert_config.json, or a config made in code):
+  /// written as "BertForPreTraining". The task pipelines (tasks/pipeline.h) choose their task by it.
+  std::string architecture;
+  /// Hugging Face's "finetuning_task": the task a classifier or tagger was finetuned on ("SST-2", "generic",
+  /// "squad", "ner", ...); empty (not written) for a pretrained model.
+  std::string finetuning_task;
 
   /// The name of output `i`: id2label[i], or "LABEL_<i>" when id2label is empty.
   std::string label_name(int64_t i) const;

@@ -16,7 +16,9 @@
 #include "bertrain/core/rng.h"
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
+#include "bertrain/io/checkpoint_files.h"
 #include "bertrain/io/config.h"
+#include "bertrain/tasks/finetune_command.h"
 #include "bertrain/text/utf8.h"
 
 namespace bertrain::features {
@@ -327,10 +329,17 @@ std::string pooled_json_line(int64_t unique_id, const std::vector<float>& values
   return s + "}";
 }
 
-Summary extract_features(const Options& o) {
-  BERTRAIN_CHECK(!o.input_file.empty(), "extract-features: --input_file is required");
-  BERTRAIN_CHECK(!o.vocab_file.empty(), "extract-features: --vocab_file is required");
-  BERTRAIN_CHECK(!o.init_checkpoint.empty(), "extract-features: --init_checkpoint is required");
+Summary extract_features(const Options& options) {
+  BERTRAIN_CHECK(!options.input_file.empty(), "extract-features: --input_file is required");
+  BERTRAIN_CHECK(!options.init_checkpoint.empty(), "extract-features: --init_checkpoint is required");
+  Options o = options;
+  // The checkpoint's own vocab, casing and length unless given (a contradicting flag is refused).
+  const CheckpointFiles ck = read_checkpoint_files(o.init_checkpoint, o.bert_config_file);
+  tasks::take_tokenizer_defaults(ck, o.vocab_file, o.do_lower_case);
+  BERTRAIN_CHECK(!o.vocab_file.empty(), "extract-features: give --vocab_file (", o.init_checkpoint,
+                 " has no vocab.txt beside it)");
+  if (o.max_seq_length == 0)
+    o.max_seq_length = ck.model_max_length.value_or(std::min<int64_t>(128, ck.config.max_position_embeddings));
   const bool npy = o.output_file.size() > 4 && o.output_file.compare(o.output_file.size() - 4, 4, ".npy") == 0;
   BERTRAIN_CHECK(!npy || o.pooling != Pooling::none, "extract-features: a .npy output (", o.output_file,
                  ") holds one vector per line: give --pooling cls or mean");
@@ -344,7 +353,7 @@ Summary extract_features(const Options& o) {
   } catch (const Error& e) {
     throw Error(std::string("extract-features: --layers: ") + e.what() + " (" + cfg_path + ")");
   }
-  text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.do_lower_case);
+  text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.do_lower_case.value_or(true));
   BERTRAIN_CHECK(static_cast<int64_t>(tok.vocab().size()) <= cfg.vocab_size, "vocab file ", o.vocab_file, " has ",
                  tok.vocab().size(), " entries but vocab_size in ", cfg_path, " is ", cfg.vocab_size);
 
@@ -372,6 +381,7 @@ Summary extract_features(const Options& o) {
   Summary sum;
   sum.examples = static_cast<int64_t>(feats.size());
   for (const auto& f : feats) sum.truncated += f.truncated ? 1 : 0;
+  sum.max_seq_length = o.max_seq_length;
   sum.load_report = std::to_string(rep.loaded.size()) + " tensors loaded from " + o.init_checkpoint;
   if (!rep.unexpected.empty())
     sum.load_report += ", " + std::to_string(rep.unexpected.size()) + " not used by the encoder (heads)";

@@ -145,7 +145,8 @@ Evaluation predict(BertForSequenceClassification& model, const GlueProcessor& pr
 void write_test_predictions(const std::string& output_dir, const GlueProcessor& proc, const ExampleSet& set,
                             const Evaluation& e, const std::string& results_file) {
   const int64_t cols = proc.num_labels();
-  write_test_results((fs::path(output_dir) / results_file).string(), e.probabilities, cols);
+  write_test_results((fs::path(output_dir) / results_file).string(), e.probabilities, cols,
+                     proc.is_regression() ? std::vector<std::string>{"prediction"} : proc.labels());
   const std::string submission = (fs::path(output_dir) / set.submission_file).string();
   if (proc.is_regression()) write_glue_submission_regression(submission, set.examples, e.probabilities);
   else write_glue_submission(submission, set.examples, e.predicted_ids, proc.labels());
@@ -212,11 +213,20 @@ struct DevSets {
 
 }  // namespace
 
-RunClassifierResult run_classifier(const RunClassifierOptions& o) {
-  BERTRAIN_CHECK(o.do_train || o.do_eval || o.do_predict, "at least one of --do_train, --do_eval, --do_predict is required");
+RunClassifierResult run_classifier(const RunClassifierOptions& options) {
+  BERTRAIN_CHECK(options.do_train || options.do_eval || options.do_predict,
+                 "at least one of --do_train, --do_eval, --do_predict is required");
+  RunClassifierOptions o = options;
+  const std::optional<CheckpointFiles> ck = tasks::apply_checkpoint_defaults(o, kArchSequenceClassification, 128);
+  // The generic task's labels: a finetuned checkpoint names them (its id2label) when --labels is not given.
+  if (lower_ascii(o.task_name) == "generic" && o.generic.labels.empty() && !o.generic.regression && ck &&
+      ck->config.has_label_names()) {
+    o.generic.labels = ck->config.id2label;
+    spdlog::info("labels: {} (the checkpoint's id2label)", joined(o.generic.labels));
+  }
   tasks::set_bf16(o.bf16);
   const auto proc = make_glue_processor(o.task_name, o.generic);
-  const text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.do_lower_case);
+  const text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.lower_case());
   BertConfig cfg = tasks::finetune_model_config(o);
   // C43: a checkpoint that names its outputs is matched to the task's labels by name before anything is loaded.
   std::vector<int64_t> rows;
@@ -232,6 +242,8 @@ RunClassifierResult run_classifier(const RunClassifierOptions& o) {
   }
   cfg.num_labels = proc->num_labels();
   cfg.id2label = proc->is_regression() ? std::vector<std::string>{} : proc->labels();
+  cfg.architecture = kArchSequenceClassification;
+  cfg.finetuning_task = proc->task_name();
   tasks::check_finetune_inputs(o, cfg, tok);
   Rng init(o.finetune.seed, 0x1417);
   BertForSequenceClassification model(cfg, init);
@@ -263,7 +275,7 @@ RunClassifierResult run_classifier(const RunClassifierOptions& o) {
     };
     t.evaluate = [&](int64_t step) { return dev.evaluate(model, *proc, o, step); };
     t.primary_metric = glue_primary_metric(proc->task_name(), proc->is_regression());
-    t.write_extra_files = tasks::tokenizer_files_writer(o, cfg);
+    t.write_extra_files = tasks::tokenizer_files_writer(o);
     result.training = run_finetuning(model, cfg, o.finetune, t);
     result.eval_metrics = result.training.last_metrics;
     if (result.training.exit_code != 0) {

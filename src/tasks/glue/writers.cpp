@@ -35,11 +35,20 @@ void write_eval_results(const std::string& path, const std::map<std::string, dou
   write_text_atomic(path, format_eval_results(metrics, eval_loss, global_step));
 }
 
-std::string format_test_results(std::span<const float> values, int64_t num_columns) {
+std::string format_test_results(std::span<const float> values, int64_t num_columns,
+                                const std::vector<std::string>& header) {
   BERTRAIN_CHECK(num_columns >= 1, "test_results: num_columns must be >= 1, got ", num_columns);
   BERTRAIN_CHECK(values.size() % static_cast<std::size_t>(num_columns) == 0, "test_results: ", values.size(),
                  " values are not a whole number of rows of ", num_columns);
+  BERTRAIN_CHECK(header.empty() || static_cast<int64_t>(header.size()) == num_columns, "test_results: ",
+                 header.size(), " column names for ", num_columns, " columns");
   std::string out;
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    BERTRAIN_CHECK(header[i].find_first_of("\t\r\n") == std::string::npos, "test_results: the column name '",
+                   header[i], "' holds a tab or a line break");
+    out += header[i];
+    out += i + 1 == header.size() ? '\n' : '\t';
+  }
   for (std::size_t i = 0; i < values.size(); ++i) {
     append_float(out, values[i]);
     out += (i + 1) % static_cast<std::size_t>(num_columns) == 0 ? '\n' : '\t';
@@ -47,8 +56,9 @@ std::string format_test_results(std::span<const float> values, int64_t num_colum
   return out;
 }
 
-void write_test_results(const std::string& path, std::span<const float> values, int64_t num_columns) {
-  write_text_atomic(path, format_test_results(values, num_columns));
+void write_test_results(const std::string& path, std::span<const float> values, int64_t num_columns,
+                        const std::vector<std::string>& header) {
+  write_text_atomic(path, format_test_results(values, num_columns, header));
 }
 
 std::string format_glue_submission(std::span<const InputExample> examples, std::span<const int32_t> predicted_ids,

@@ -174,8 +174,18 @@ TagScheme model_tag_scheme(std::string flag, const BertConfig& cfg) {
 
 }  // namespace
 
-RunNerResult run_ner(const RunNerOptions& o) {
-  BERTRAIN_CHECK(o.do_train || o.do_eval || o.do_predict, "at least one of --do_train, --do_eval, --do_predict is required");
+RunNerResult run_ner(const RunNerOptions& options) {
+  BERTRAIN_CHECK(options.do_train || options.do_eval || options.do_predict,
+                 "at least one of --do_train, --do_eval, --do_predict is required");
+  RunNerOptions o = options;
+  const std::optional<CheckpointFiles> ck = tasks::apply_checkpoint_defaults(o, kArchTokenClassification, 128);
+  if (ck && ck->tokenize_chinese_chars && !o.tokenize_chinese_chars_given) {
+    o.tokenize_chinese_chars = *ck->tokenize_chinese_chars;
+  } else if (ck && ck->tokenize_chinese_chars) {
+    BERTRAIN_CHECK(o.tokenize_chinese_chars == *ck->tokenize_chinese_chars, "--tokenize_chinese_chars ",
+                   o.tokenize_chinese_chars, " contradicts the checkpoint: its tokenizer_config.json says ",
+                   *ck->tokenize_chinese_chars, "; leave the flag out to use the checkpoint's");
+  }
   BERTRAIN_CHECK(!o.do_train || !o.train_file.empty(), "--do_train needs --train_file");
   BERTRAIN_CHECK(!o.do_eval || !o.validation_file.empty(), "--do_eval needs --validation_file");
   BERTRAIN_CHECK(!o.do_predict || !o.test_file.empty(), "--do_predict needs --test_file");
@@ -233,7 +243,11 @@ RunNerResult run_ner(const RunNerOptions& o) {
     spdlog::info("labels ({}, {}): {}", labels.size(), tag_scheme_name(fo.model_scheme), names);
   }
   cfg.num_labels = labels.size();
-  text::FullTokenizer tok(std::make_shared<const text::Vocab>(text::Vocab::load(o.vocab_file)), o.do_lower_case,
+  cfg.architecture = kArchTokenClassification;
+  cfg.finetuning_task = "ner";
+  cfg.extra["task_specific_params"] =  // read back by the token-classification pipeline and `bertrain predict`
+      nlohmann::json{{"token-classification", {{"doc_stride", o.doc_stride}}}}.dump();
+  text::FullTokenizer tok(std::make_shared<const text::Vocab>(text::Vocab::load(o.vocab_file)), o.lower_case(),
                           std::nullopt, o.tokenize_chinese_chars);
   tasks::check_finetune_inputs(o, cfg, tok);
   auto featurize = [&](const NerFile& f) {
@@ -278,12 +292,7 @@ RunNerResult run_ner(const RunNerOptions& o) {
       t.evaluate = evaluate;
       t.primary_metric = chunks ? "eval_f1" : "eval_accuracy";
     }
-    BertTokenizerFiles tf;  // tasks::tokenizer_files_writer's, with the tokenize_chinese_chars used here
-    tf.vocab_file = o.vocab_file;
-    tf.do_lower_case = o.do_lower_case;
-    tf.model_max_length = cfg.max_position_embeddings;
-    tf.tokenize_chinese_chars = o.tokenize_chinese_chars;
-    t.write_extra_files = [tf](const std::string& dir) { save_tokenizer_files(dir, tf); };
+    t.write_extra_files = tasks::tokenizer_files_writer(o, o.tokenize_chinese_chars);
     res.training = run_finetuning(model, cfg, o.finetune, t);
     res.exit_code = res.training.exit_code;
     if (res.exit_code != 0) return res;

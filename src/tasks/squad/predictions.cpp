@@ -64,7 +64,7 @@ std::vector<char32_t> decode(std::string_view s) {
 
 }  // namespace
 
-std::string get_final_text(std::string_view pred_text, std::string_view orig_text, bool do_lower_case) {
+FinalText get_final_text_span(std::string_view pred_text, std::string_view orig_text, bool do_lower_case) {
   const text::BasicTokenizer tokenizer(do_lower_case);
   std::string tok_text_u8;
   for (const auto& t : tokenizer.tokenize(orig_text)) {
@@ -74,10 +74,11 @@ std::string get_final_text(std::string_view pred_text, std::string_view orig_tex
   const std::vector<char32_t> tok_text = decode(tok_text_u8);
   const std::vector<char32_t> pred = decode(pred_text);
   const std::vector<char32_t> orig = decode(orig_text);
+  const FinalText whole{std::string(orig_text), 0, static_cast<int64_t>(orig.size())};
 
   // str.find on code points (the empty string is found at 0).
   auto found = std::search(tok_text.begin(), tok_text.end(), pred.begin(), pred.end());
-  if (found == tok_text.end() && !pred.empty()) return std::string(orig_text);
+  if (found == tok_text.end() && !pred.empty()) return whole;
   const int64_t start_position = found - tok_text.begin();
   const int64_t end_position = start_position + static_cast<int64_t>(pred.size()) - 1;
 
@@ -85,7 +86,7 @@ std::string get_final_text(std::string_view pred_text, std::string_view orig_tex
   std::vector<size_t> orig_ns_to_s, tok_ns_to_s;
   strip_spaces(orig, orig_ns, orig_ns_to_s);
   strip_spaces(tok_text, tok_ns, tok_ns_to_s);
-  if (orig_ns.size() != tok_ns.size()) return std::string(orig_text);
+  if (orig_ns.size() != tok_ns.size()) return whole;
 
   // tok_s_to_ns: position in tok_text -> position without spaces (only for non-space characters).
   std::vector<int64_t> tok_s_to_ns(tok_text.size(), -1);
@@ -97,13 +98,17 @@ std::string get_final_text(std::string_view pred_text, std::string_view orig_tex
     return static_cast<int64_t>(orig_ns_to_s[ns]);
   };
   const int64_t orig_start_position = map_position(start_position);
-  if (orig_start_position < 0) return std::string(orig_text);
+  if (orig_start_position < 0) return whole;
   const int64_t orig_end_position = map_position(end_position);
-  if (orig_end_position < 0) return std::string(orig_text);
+  if (orig_end_position < 0) return whole;
 
-  std::string out;
-  for (int64_t i = orig_start_position; i <= orig_end_position; ++i) text::utf8_append(out, orig[i]);
+  FinalText out{std::string(), orig_start_position, orig_end_position + 1};
+  for (int64_t i = orig_start_position; i <= orig_end_position; ++i) text::utf8_append(out.text, orig[i]);
   return out;
+}
+
+std::string get_final_text(std::string_view pred_text, std::string_view orig_text, bool do_lower_case) {
+  return get_final_text_span(pred_text, orig_text, do_lower_case).text;
 }
 
 namespace {
@@ -216,24 +221,30 @@ SquadPredictions compute_predictions(const std::vector<SquadExample>& examples,
       if (static_cast<int>(nbest.size()) >= options.n_best_size) break;
       const SquadFeature& f = features[feats[pred.feature_index]];
       std::string final_text;
+      int32_t orig_doc_start = -1, orig_doc_end = -1;
+      int64_t text_begin = -1, text_end = -1;
       if (pred.start_index > 0) {  // a non-null prediction
         const std::string tok_text = detokenize(f.tokens, pred.start_index, pred.end_index);
-        const int32_t orig_doc_start = f.token_to_orig_map[pred.start_index];
-        const int32_t orig_doc_end = f.token_to_orig_map[pred.end_index];
+        orig_doc_start = f.token_to_orig_map[pred.start_index];
+        orig_doc_end = f.token_to_orig_map[pred.end_index];
         std::string orig_text;
         for (int32_t w = orig_doc_start; w <= orig_doc_end; ++w) {
           // Words split apart only by the CJK rule were adjacent in the paragraph: no space between them.
           if (w > orig_doc_start && !(example.doc_token_glued && (*example.doc_token_glued)[w])) orig_text += ' ';
           orig_text += (*example.doc_tokens)[w];
         }
-        final_text = get_final_text(tok_text, orig_text, options.do_lower_case);
+        FinalText ft = get_final_text_span(tok_text, orig_text, options.do_lower_case);
+        final_text = std::move(ft.text);
+        text_begin = ft.begin;
+        text_end = ft.end;
         if (is_seen(final_text)) continue;
         seen.push_back(final_text);
       } else {
         final_text.clear();
         if (!is_seen(final_text)) seen.push_back(final_text);
       }
-      nbest.push_back({final_text, 0.0, pred.start_logit, pred.end_logit});
+      nbest.push_back({final_text, 0.0, pred.start_logit, pred.end_logit, orig_doc_start, orig_doc_end, text_begin,
+                       text_end});
     }
     if (v2 && !is_seen("")) nbest.push_back({"", 0.0, null_start_logit, null_end_logit});
     // In very rare edge cases there is no valid prediction: the reference adds a nonce "empty" entry. With v2

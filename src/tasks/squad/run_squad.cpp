@@ -157,13 +157,29 @@ std::vector<SquadFeature> read_train_features(const RunSquadOptions& o, const te
 
 }  // namespace
 
-RunSquadResult run_squad(const RunSquadOptions& o) {
+RunSquadResult run_squad(const RunSquadOptions& options) {
+  RunSquadOptions o = options;
+  tasks::apply_checkpoint_defaults(o, kArchQuestionAnswering, 384);
   tasks::set_bf16(o.bf16);
   BERTRAIN_CHECK(o.do_train || o.do_predict, "at least one of --do_train, --do_predict is required");
   BERTRAIN_CHECK(!o.do_train || !o.train_file.empty(), "--do_train needs --train_file");
   BERTRAIN_CHECK(!o.do_predict || !o.predict_file.empty(), "--do_predict needs --predict_file");
-  const text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.do_lower_case);
-  const BertConfig cfg = tasks::finetune_model_config(o);
+  const text::FullTokenizer tok = text::FullTokenizer::from_vocab_file(o.vocab_file, o.lower_case());
+  BertConfig cfg = tasks::finetune_model_config(o);
+  // What a checkpoint of this run says about itself (config.json): its task, and the prediction settings that
+  // `bertrain predict` and the question-answering pipeline then use by default, under Hugging Face's
+  // task_specific_params["question-answering"] (google-research/bert's flag names).
+  cfg.architecture = kArchQuestionAnswering;
+  cfg.finetuning_task = o.version_2_with_negative ? "squad_v2" : "squad";
+  cfg.extra["task_specific_params"] =
+      nlohmann::json{{"question-answering",
+                      {{"doc_stride", o.doc_stride},
+                       {"max_query_length", o.max_query_length},
+                       {"n_best_size", o.n_best_size},
+                       {"max_answer_length", o.max_answer_length},
+                       {"version_2_with_negative", o.version_2_with_negative},
+                       {"null_score_diff_threshold", o.null_score_diff_threshold}}}}
+          .dump();
   tasks::check_finetune_inputs(o, cfg, tok);
   // The data files are read and checked before the model is built and loaded: a bad file fails in seconds.
   PredictSet pred;
@@ -181,7 +197,7 @@ RunSquadResult run_squad(const RunSquadOptions& o) {
     SquadPredictOptions po;
     po.n_best_size = o.n_best_size;
     po.max_answer_length = o.max_answer_length;
-    po.do_lower_case = o.do_lower_case;
+    po.do_lower_case = o.lower_case();
     po.version_2_with_negative = o.version_2_with_negative;
     po.null_score_diff_threshold = o.null_score_diff_threshold;
     const SquadPredictions preds = predict(model, pred.examples, pred.features, o.predict_batch_size, po, out, o.padding);
@@ -214,7 +230,7 @@ RunSquadResult run_squad(const RunSquadOptions& o) {
       t.evaluate = evaluate;
       if (pred.gold) t.primary_metric = "f1";  // without gold answers the last checkpoint is kept
     }
-    t.write_extra_files = tasks::tokenizer_files_writer(o, cfg);
+    t.write_extra_files = tasks::tokenizer_files_writer(o);
     result.training = run_finetuning(model, cfg, o.finetune, t);
     result.exit_code = result.training.exit_code;
     if (result.exit_code == 0) spdlog::info("done: {} steps", result.training.global_step);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <istream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,12 +75,15 @@ std::string python_round6_repr(float x);
 struct Options {
   std::string input_file;         ///< "-" for stdin
   std::string output_file;        ///< "-" or empty for stdout; a name ending in ".npy" writes a .npy matrix
-  std::string vocab_file;
+  std::string vocab_file;         ///< empty: vocab.txt beside init_checkpoint
   std::string bert_config_file;   ///< default: config.json / bert_config.json beside init_checkpoint
   std::string init_checkpoint;    ///< bertrain / Hugging Face checkpoint or TF prefix (io/checkpoint.h load_model)
-  bool do_lower_case = true;
+  /// nullopt: init_checkpoint's tokenizer_config.json (or a Google model's name), else true. A value that
+  /// contradicts the checkpoint's is refused (tasks::take_tokenizer_defaults).
+  std::optional<bool> do_lower_case;
   std::vector<int> layers = {-1, -2, -3, -4};
-  int64_t max_seq_length = 128;
+  /// 0: init_checkpoint's model_max_length (tokenizer_config.json), else min(128, max_position_embeddings).
+  int64_t max_seq_length = 0;
   int64_t batch_size = 32;
   Pooling pooling = Pooling::none;
 };
@@ -87,6 +91,7 @@ struct Options {
 struct Summary {
   int64_t examples = 0, truncated = 0;
   int64_t dim = 0;               ///< values per line (pooled) or per token and layer (H)
+  int64_t max_seq_length = 0;    ///< the length used (the option, or the checkpoint's default)
   std::string load_report;       ///< what loading the checkpoint did (io LoadReport, compact)
   std::string output;            ///< where the output went
 };

@@ -44,7 +44,8 @@ Evaluation predict(BertForSequenceClassification& model, const GlueProcessor& pr
                    const tasks::PaddingOptions& padding = {});
 
 /// Writes a test set's predictions into output_dir: `results_file` (test_results.tsv, run_classifier.py's
-/// layout: the class probabilities in labels() order, or the value for regression) and the GLUE submission
+/// layout: the class probabilities in labels() order, or the value for regression, under a header line naming
+/// the columns: the label names, or "prediction") and the GLUE submission
 /// file set.submission_file (label names, or values). Throws bertrain::Error as the writers (writers.h).
 void write_test_predictions(const std::string& output_dir, const GlueProcessor& processor, const ExampleSet& set,
                             const Evaluation& predictions, const std::string& results_file = "test_results.tsv");

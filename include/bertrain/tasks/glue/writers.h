@@ -25,11 +25,17 @@ void write_eval_results(const std::string& path, const std::map<std::string, dou
                         int64_t global_step);
 
 /// test_results.tsv as run_classifier.py's predict: one line per example, the class probabilities joined by
-/// '\t' (for regression the single predicted value), each the shortest text that reads back as the same float32
-/// (as numpy's str of a float32: 0.25 -> "0.25"). `values` is (N, num_columns) row-major.
-/// Throws bertrain::Error when values.size() is not a multiple of num_columns or num_columns < 1.
-std::string format_test_results(std::span<const float> values, int64_t num_columns);
-void write_test_results(const std::string& path, std::span<const float> values, int64_t num_columns);
+/// '\t' in label-id order (for regression the single predicted value), each the shortest text that reads back as
+/// the same float32 (as numpy's str of a float32: 0.25 -> "0.25"). `values` is (N, num_columns) row-major.
+/// When `header` is not empty (num_columns names: the label names, or "prediction" for regression) it is the
+/// first line, the names joined by '\t'; run_classifier.py writes no header, so a reader of its files skips
+/// one line.
+/// Throws bertrain::Error when values.size() is not a multiple of num_columns or num_columns < 1, or a header of
+/// another size or with a tab or newline in a name.
+std::string format_test_results(std::span<const float> values, int64_t num_columns,
+                                const std::vector<std::string>& header = {});
+void write_test_results(const std::string& path, std::span<const float> values, int64_t num_columns,
+                        const std::vector<std::string>& header = {});
 
 /// The GLUE submission file (<TASK>.tsv, e.g. "MNLI-m.tsv"): header "index\tprediction", then for each example
 /// its `index` and the predicted label as a string (labels[predicted_ids[i]], e.g. "not_entailment", "1").

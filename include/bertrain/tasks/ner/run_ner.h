@@ -55,6 +55,8 @@ struct RunNerOptions : tasks::FinetuneCommandOptions {
   bool do_eval = false;  ///< evaluate validation_file (after training, or the init checkpoint as it is)
   /// BasicTokenizer's tokenize_chinese_chars (Hugging Face's flag; the reference always does it).
   bool tokenize_chinese_chars = true;
+  /// False: tokenize_chinese_chars is taken from init_checkpoint's tokenizer_config.json when it has one.
+  bool tokenize_chinese_chars_given = false;
   std::string train_file, validation_file, test_file;  ///< Hugging Face run_ner's names
   std::string data_format = "auto";  ///< auto, conll, iob2, conllu (parse_ner_format)
   /// CoNLL-U only: upos or xpos (empty: upos). Given for another format, run_ner throws: a CoNLL line's label is

@@ -45,9 +45,9 @@ SquadPredictions predict(BertForQuestionAnswering& model, const std::vector<Squa
 std::map<std::string, double> score_predictions(const SquadGold& gold, const SquadPredictions& predictions,
                                                 bool version_2_with_negative);
 
-/// The flags of `bertrain run-squad` (run_squad.py's names; the shared ones in the base, max_seq_length 384).
+/// The flags of `bertrain run-squad` (run_squad.py's names; the shared ones in the base; max_seq_length 0 means
+/// the init checkpoint's when it was finetuned for question answering, else 384).
 struct RunSquadOptions : tasks::FinetuneCommandOptions {
-  RunSquadOptions() { max_seq_length = 384; }
   std::string train_file;    ///< SQuAD JSON for do_train
   std::string predict_file;  ///< SQuAD JSON for do_predict (scored when it has answers)
   int doc_stride = 128, max_query_length = 64, n_best_size = 20, max_answer_length = 30;

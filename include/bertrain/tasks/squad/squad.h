@@ -204,6 +204,11 @@ struct SquadNbestEntry {
   double probability = 0.0;
   double start_logit = 0.0;
   double end_logit = 0.0;
+  /// Where `text` comes from (not in the JSON files): the words [orig_doc_start, orig_doc_end] of the example's
+  /// doc_tokens, and within those words joined (by spaces, none between glued CJK words) the code points
+  /// [text_begin, text_end). All -1 for the null answer and the "empty" placeholder.
+  int32_t orig_doc_start = -1, orig_doc_end = -1;
+  int64_t text_begin = -1, text_end = -1;
 };
 
 /// Everything write_predictions produces; one entry per example, in example order.
@@ -259,6 +264,14 @@ SquadPredictions write_predictions(const std::vector<SquadExample>& examples,
 /// text, when the two space-free texts differ in length (in code points), or when an end cannot be mapped.
 /// Throws bertrain::Error if either text is not well-formed UTF-8.
 std::string get_final_text(std::string_view pred_text, std::string_view orig_text, bool do_lower_case);
+
+/// get_final_text and where its result lies in orig_text: code points [begin, end) (0 and orig_text's length
+/// when it returns orig_text unchanged). Same throws.
+struct FinalText {
+  std::string text;
+  int64_t begin = 0, end = 0;
+};
+FinalText get_final_text_span(std::string_view pred_text, std::string_view orig_text, bool do_lower_case);
 
 /// The reference's _get_best_indexes: the indexes of the n_best_size largest logits, largest first, ties in
 /// index order.
