@@ -11,6 +11,6 @@ find_package(leveldb CONFIG REQUIRED)
 find_package(Snappy CONFIG REQUIRED)  # the bounds check of snappy blocks before LevelDB reads them (tf_checkpoint.cpp)
 bertrain_add_layer(io
   SOURCES io/safetensors.cpp io/file_util.cpp io/config.cpp io/checkpoint.cpp io/recipe.cpp io/tokenizer_files.cpp io/tf_checkpoint.cpp
-    io/tf_bert.cpp io/tensor_bundle_codec.cpp io/tf_checkpoint_state.cpp
+    io/tf_bert.cpp io/tensor_bundle_codec.cpp io/tf_checkpoint_state.cpp io/onnx.cpp
   PUBLIC_DEPS bertrain::core bertrain::models bertrain::nn bertrain::optim bertrain::schedule
   PRIVATE_DEPS nlohmann_json::nlohmann_json leveldb::leveldb Snappy::snappy)
