@@ -682,6 +682,11 @@ OnnxExportResult export_onnx(const OnnxExportOptions& o) {
   BERTRAIN_CHECK(o.opset >= kOnnxMinOpset && o.opset <= kOnnxMaxOpset, "--opset: expected ", kOnnxMinOpset, " to ",
                  kOnnxMaxOpset, ", got ", o.opset);
   BERTRAIN_CHECK(!o.checkpoint.empty(), "--checkpoint: a checkpoint directory, .safetensors file or TF prefix is required");
+  {
+    std::error_code ec;
+    BERTRAIN_CHECK(fs::exists(o.checkpoint, ec) || find_tf_checkpoint(o.checkpoint), "--checkpoint ", o.checkpoint,
+                   ": no checkpoint directory, file or TF checkpoint prefix there");
+  }
   check_output_dir(o.output);
   OnnxExportResult r;
 

@@ -90,77 +90,88 @@ BertInputs inputs(const Batch& x) {
 
 using Outputs = std::map<std::string, Tensor>;
 
-/// bertrain's outputs for `task` on the checkpoint `ckpt`, under the ONNX output names and shapes.
-Outputs bertrain_outputs(OnnxTask task, const std::string& ckpt, const Batch& x, Unpad unpad) {
-  const BertConfig cfg = load_bert_config(default_config_file(ckpt));
-  Rng rng(1);
-  NoGradGuard ng;
-  LoadReport rep;
-  LoadOptions lo;
-  const BertInputs in = inputs(x);
-  Outputs o;
-  auto load = [&](Module& m) {
-    load_model(ckpt, m, rep, lo);
+/// bertrain's model for `task`, loaded from the checkpoint `ckpt` once; outputs() runs it on a batch and gives its
+/// outputs under the ONNX output names and shapes.
+class Reference {
+ public:
+  Reference(OnnxTask task, const std::string& ckpt) : task_(task), cfg_(load_bert_config(default_config_file(ckpt))) {
+    Rng rng(1);
+    switch (task) {
+      case OnnxTask::encoder: {
+        auto m = std::make_shared<BertModel>(cfg_, rng);
+        bert_ = m.get();
+        m_ = m;
+        break;
+      }
+      case OnnxTask::sequence_classification: m_ = with_bert(std::make_shared<BertForSequenceClassification>(cfg_, rng)); break;
+      case OnnxTask::token_classification: m_ = with_bert(std::make_shared<BertForTokenClassification>(cfg_, rng)); break;
+      case OnnxTask::question_answering: m_ = with_bert(std::make_shared<BertForQuestionAnswering>(cfg_, rng)); break;
+      case OnnxTask::pretraining: m_ = with_bert(std::make_shared<BertForPreTraining>(cfg_, rng)); break;
+      case OnnxTask::automatic: ADD_FAILURE() << "task not resolved"; return;
+    }
+    LoadReport rep;
+    load_model(ckpt, *m_, rep);
     EXPECT_TRUE(rep.missing.empty()) << rep.summary();
-    m.eval();
-  };
-  switch (task) {
-    case OnnxTask::encoder: {
-      BertModel m(cfg, rng);
-      load(m);
-      m.set_unpad(unpad);
-      auto r = m.forward(in);
-      o["last_hidden_state"] = r.sequence_output.value();
-      o["pooler_output"] = r.pooled_output.value();
-      break;
-    }
-    case OnnxTask::sequence_classification: {
-      BertForSequenceClassification m(cfg, rng);
-      load(m);
-      m.bert().set_unpad(unpad);
-      o["logits"] = m.forward(in).value();
-      break;
-    }
-    case OnnxTask::token_classification: {
-      BertForTokenClassification m(cfg, rng);
-      load(m);
-      m.bert().set_unpad(unpad);
-      o["logits"] = m.forward(in).value();
-      break;
-    }
-    case OnnxTask::question_answering: {
-      BertForQuestionAnswering m(cfg, rng);
-      load(m);
-      m.bert().set_unpad(unpad);
-      auto r = m.forward(in);
-      o["start_logits"] = r.start_logits.value();
-      o["end_logits"] = r.end_logits.value();
-      break;
-    }
-    case OnnxTask::pretraining: {
-      BertForPreTraining m(cfg, rng);
-      load(m);
-      m.bert().set_unpad(unpad);
-      // The masked-LM head at every position: each position is a prediction slot (weight 0 at padding).
-      PretrainingTargets tg;
-      tg.masked_lm_positions = Tensor::zeros({x.b, x.t}, DType::i32);
-      tg.masked_lm_ids = Tensor::zeros({x.b, x.t}, DType::i32);
-      tg.masked_lm_weights = Tensor::zeros({x.b, x.t}, DType::f32);
-      tg.next_sentence_labels = Tensor::zeros({x.b}, DType::i32);
-      for (int64_t i = 0; i < x.b; ++i)
-        for (int64_t j = 0; j < x.t; ++j) {
-          tg.masked_lm_positions.data<int32_t>()[i * x.t + j] = static_cast<int32_t>(j);
-          tg.masked_lm_weights.data<float>()[i * x.t + j] = static_cast<float>(x.mask.data<int32_t>()[i * x.t + j]);
-        }
-      auto r = m.forward(in, tg);
-      o["prediction_logits"] = r.mlm_logits.reshape({x.b, x.t, cfg.vocab_size});
-      o["seq_relationship_logits"] = r.nsp_logits;
-      break;
-    }
-    case OnnxTask::automatic: ADD_FAILURE() << "task not resolved";
+    m_->eval();
   }
-  return o;
-}
+
+  Outputs outputs(const Batch& x, Unpad unpad) const {
+    NoGradGuard ng;
+    const BertInputs in = inputs(x);
+    bert_->set_unpad(unpad);
+    Outputs o;
+    switch (task_) {
+      case OnnxTask::encoder: {
+        auto r = bert_->forward(in);
+        o["last_hidden_state"] = r.sequence_output.value();
+        o["pooler_output"] = r.pooled_output.value();
+        break;
+      }
+      case OnnxTask::sequence_classification:
+        o["logits"] = static_cast<BertForSequenceClassification&>(*m_).forward(in).value();
+        break;
+      case OnnxTask::token_classification:
+        o["logits"] = static_cast<BertForTokenClassification&>(*m_).forward(in).value();
+        break;
+      case OnnxTask::question_answering: {
+        auto r = static_cast<BertForQuestionAnswering&>(*m_).forward(in);
+        o["start_logits"] = r.start_logits.value();
+        o["end_logits"] = r.end_logits.value();
+        break;
+      }
+      case OnnxTask::pretraining: {
+        // The masked-LM head at every position: each position is a prediction slot (weight 0 at padding).
+        PretrainingTargets tg;
+        tg.masked_lm_positions = Tensor::zeros({x.b, x.t}, DType::i32);
+        tg.masked_lm_ids = Tensor::zeros({x.b, x.t}, DType::i32);
+        tg.masked_lm_weights = Tensor::zeros({x.b, x.t}, DType::f32);
+        tg.next_sentence_labels = Tensor::zeros({x.b}, DType::i32);
+        for (int64_t i = 0; i < x.b; ++i)
+          for (int64_t j = 0; j < x.t; ++j) {
+            tg.masked_lm_positions.data<int32_t>()[i * x.t + j] = static_cast<int32_t>(j);
+            tg.masked_lm_weights.data<float>()[i * x.t + j] = static_cast<float>(x.mask.data<int32_t>()[i * x.t + j]);
+          }
+        auto r = static_cast<BertForPreTraining&>(*m_).forward(in, tg);
+        o["prediction_logits"] = r.mlm_logits.reshape({x.b, x.t, cfg_.vocab_size});
+        o["seq_relationship_logits"] = r.nsp_logits;
+        break;
+      }
+      case OnnxTask::automatic: break;
+    }
+    return o;
+  }
+
+ private:
+  template <class M>
+  std::shared_ptr<Module> with_bert(std::shared_ptr<M> m) {
+    bert_ = &m->bert();
+    return m;
+  }
+  OnnxTask task_;
+  BertConfig cfg_;
+  std::shared_ptr<Module> m_;
+  BertModel* bert_ = nullptr;
+};
 
 /// What ort_run.js returned for one batch.
 struct OrtOutput {
@@ -261,9 +272,10 @@ json export_and_compare(const std::string& label, const std::string& ckpt, OnnxT
   EXPECT_EQ(rc, 0) << label << ": the ONNX checker rejected the model: " << text;
   json summary = rc == 0 ? json::parse(text) : json::object();
   const auto ort = run_ort(o.output, batches, dir / "ort");
+  const Reference ref(expect, ckpt);
   for (size_t k = 0; k < batches.size(); ++k) {
-    const Outputs padded = bertrain_outputs(expect, ckpt, batches[k], Unpad::never);
-    const Outputs unpadded = bertrain_outputs(expect, ckpt, batches[k], Unpad::always);
+    const Outputs padded = ref.outputs(batches[k], Unpad::never);
+    const Outputs unpadded = ref.outputs(batches[k], Unpad::always);
     EXPECT_EQ(ort[k].size(), padded.size()) << label;
     for (const auto& [name, want] : padded) {
       auto it = ort[k].find(name);

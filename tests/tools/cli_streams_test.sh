@@ -20,6 +20,7 @@ declare -A bad=(
   [convert]="--input $no --output $tmp/converted"
   [create-pretraining-data]="--input_file $no.txt --output_dir $tmp/shards --vocab_file $no-vocab.txt"
   [estimate]="--config $no.json"
+  [export-onnx]="--checkpoint $no --output $tmp/model.onnx"
   [extract-features]="--input_file $no.txt --vocab_file $no-vocab.txt --init_checkpoint $no/bert_model.ckpt"
   [info]="--no_such_flag"
   [inspect]="$no"
