@@ -12,6 +12,7 @@ no=$tmp/missing
 declare -A bad=(
   [bench ops]="--no_such_flag"
   [bench optim]="--iters 0"
+  [bench predict]="--checkpoint $no --data_dir $no"
   [bench peak]="--seconds 0"
   [bench tokenizer]="--vocab_file $no-vocab.txt --input_file $no.txt"
   [bench finetune]="--data_dir $no --vocab_file $no-vocab.txt"
