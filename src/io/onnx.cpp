@@ -170,7 +170,8 @@ class Graph {
   /// A float tensor as an initializer named `name`; returns the name.
   std::string add_tensor(const std::string& name, const Tensor& t, const std::string& doc = "") {
     BERTRAIN_ASSERT(t.dtype() == DType::f32, "onnx initializer ", name, " must be f32, got ", t.desc());
-    BERTRAIN_ASSERT(names_.insert(name).second, "onnx initializer ", name, " added twice");
+    const bool fresh = names_.insert(name).second;
+    BERTRAIN_ASSERT(fresh, "onnx initializer ", name, " added twice");
     Init in;
     put_header(in.header, name, pb::kFloat, t.shape().vec(), doc);
     in.keep = t;
@@ -219,18 +220,19 @@ class Graph {
   int64_t num_nodes() const { return num_nodes_; }
   int64_t num_initializers() const { return static_cast<int64_t>(inits_.size()); }
 
-  /// Size of the GraphProto with `tail` (name, inputs, outputs) appended.
-  uint64_t encoded_size(const std::string& tail) const {
-    uint64_t n = nodes_.size() + tail.size();
+  /// Size of the GraphProto with `name` (its encoded name field) and `tail` (inputs, outputs).
+  uint64_t encoded_size(const std::string& name, const std::string& tail) const {
+    uint64_t n = nodes_.size() + name.size() + tail.size();
     for (const Init& in : inits_) {
       const uint64_t tp = tensor_size(in);
       n += varint_size((uint64_t{pb::kGraphInitializer} << 3) | kLength) + varint_size(tp) + tp;
     }
     return n;
   }
-  /// Streams the GraphProto's body: nodes, initializers, then `tail`.
-  void write(AtomicFileWriter& w, const std::string& tail) const {
+  /// Streams the GraphProto's body in field order: nodes, `name`, initializers, then `tail`.
+  void write(AtomicFileWriter& w, const std::string& name, const std::string& tail) const {
     w.write(nodes_.data(), nodes_.size());
+    w.write(name.data(), name.size());
     for (const Init& in : inits_) {
       std::string head;
       put_tag(head, pb::kGraphInitializer, kLength);
@@ -768,15 +770,15 @@ OnnxExportResult export_onnx(const OnnxExportOptions& o) {
   // The model: graph, metadata, sizes.
   Graph g(o.opset);
   const std::vector<Output> outputs = build_graph(g, params, cfg, r.task, pooler);
-  std::string tail;  // GraphProto name, inputs, outputs
-  put_bytes(tail, pb::kGraphName, "bertrain_" + onnx_task_architecture(r.task));
+  std::string graph_name, tail;  // GraphProto name; inputs, outputs
+  put_bytes(graph_name, pb::kGraphName, "bertrain_" + onnx_task_architecture(r.task));
   for (const char* in : {"input_ids", "attention_mask", "token_type_ids"})
     put_bytes(tail, pb::kGraphInput, value_info(in, pb::kInt64, {{0, "batch_size"}, {0, "sequence_length"}}));
   for (const Output& out : outputs) {
     put_bytes(tail, pb::kGraphOutput, value_info(out.name, pb::kFloat, out.dims));
     r.outputs.push_back(out.name);
   }
-  const uint64_t graph_size = g.encoded_size(tail);
+  const uint64_t graph_size = g.encoded_size(graph_name, tail);
 
   nlohmann::json config_json = nlohmann::json::parse(bert_config_to_json(cfg));
   config_json["architectures"] = nlohmann::json::array({onnx_task_architecture(r.task)});
@@ -821,7 +823,7 @@ OnnxExportResult export_onnx(const OnnxExportOptions& o) {
     r.written.push_back((out_dir / f).string());
   AtomicFileWriter w(o.output);
   w.write(head.data(), head.size());
-  g.write(w, tail);
+  g.write(w, graph_name, tail);
   w.write(model_tail.data(), model_tail.size());
   w.commit();
   r.written.push_back(o.output);
