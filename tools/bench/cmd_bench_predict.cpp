@@ -3,6 +3,7 @@
 // on a real task file, next to ONNX Runtime running the same checkpoint exported by export-onnx (Node.js package
 // onnxruntime-node through tools/bench/ort_predict.js; same token ids, same thread count, all graph optimizations).
 // Throughput at --batch_size (real tokens/s, sequences/s); latency of batch 1 over --latency_requests requests.
+// Results: docs/results/onnx-predict.md.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -191,9 +192,14 @@ int run_predict_bench(const PredictBenchFlags& f) {
               "seq/cpu-s", "tok/cpu-s", "padding", "seconds");
   const Throughput bs = bertrain_throughput(p, feats, sorted, f.batch_size, {false, 8});
   const Throughput bf = bertrain_throughput(p, feats, file_order, f.batch_size, {false, 8});
-  std::printf("%s\n%s\n", row("bertrain length-sorted (prediction path)", bs).c_str(),
+  p.bert->set_unpad(Unpad::always);  // the unpadded encoder on every batch, however little padding it has
+  const Throughput bu = bertrain_throughput(p, feats, sorted, f.batch_size, {false, 8});
+  p.bert->set_unpad(Unpad::automatic);
+  std::printf("%s\n%s\n%s\n", row("bertrain length-sorted (prediction path)", bs).c_str(),
+              row("bertrain length-sorted, --unpad always", bu).c_str(),
               row("bertrain file order, dynamic padding", bf).c_str());
   out["bertrain"]["length_sorted"] = to_json(bs);
+  out["bertrain"]["length_sorted_unpad_always"] = to_json(bu);
   out["bertrain"]["file_order"] = to_json(bf);
   // Latency: batch 1, the examples in file order (cycling), after 10 untimed requests.
   std::vector<double> ms, cpu_ms;
