@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <random>
 
 #include "bertrain/autograd/variable.h"
@@ -338,6 +339,10 @@ struct HeadCase {
   OnnxTask export_;  // what --task says
 };
 
+void PrintTo(const HeadCase& c, std::ostream* os) {
+  *os << c.act << " checkpoint head " << onnx_task_name(c.task) << ", --task " << onnx_task_name(c.export_);
+}
+
 class GoldenHeads : public ::testing::TestWithParam<HeadCase> {};
 
 TEST_P(GoldenHeads, MatchesBertrainInOnnxRuntime) {
@@ -418,8 +423,7 @@ TEST(OnnxExport, BertMiniEn) {
   ASSERT_TRUE(fs::exists(ckpt + "/model.safetensors"));
   // The encoder on sequences of 1 to 512 tokens (max_position_embeddings), with and without padding.
   export_and_compare("bert_mini_en_encoder", ckpt, OnnxTask::encoder, OnnxTask::encoder,
-                     {make_batch({512, 300, 7}, 30522, 11), make_batch({1}, 30522, 12),
-                      make_batch({128, 128, 90, 33}, 30522, 13)});
+                     {make_batch({512, 300, 7}, 30522, 11), make_batch({1}, 30522, 12)});
   // Its pretraining heads (auto), (B, T, 30522) logits on a small batch.
   export_and_compare("bert_mini_en_pretraining", ckpt, OnnxTask::automatic, OnnxTask::pretraining,
                      {make_batch({20, 9}, 30522, 14)});
