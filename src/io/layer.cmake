@@ -14,6 +14,6 @@ pkg_check_modules(ZIP REQUIRED IMPORTED_TARGET libzip)
 find_package(Snappy CONFIG REQUIRED)  # the bounds check of snappy blocks before LevelDB reads them (tf_checkpoint.cpp)
 bertrain_add_layer(io
   SOURCES io/safetensors.cpp io/file_util.cpp io/config.cpp io/checkpoint.cpp io/recipe.cpp io/tokenizer_files.cpp io/checkpoint_files.cpp io/tf_checkpoint.cpp
-    io/tf_bert.cpp io/tensor_bundle_codec.cpp io/tf_checkpoint_state.cpp io/tensorboard.cpp io/torch_checkpoint.cpp io/weights_file.cpp
+    io/tf_bert.cpp io/tensor_bundle_codec.cpp io/tf_checkpoint_state.cpp io/tensorboard.cpp io/torch_checkpoint.cpp io/weights_file.cpp io/onnx.cpp
   PUBLIC_DEPS bertrain::core bertrain::models bertrain::nn bertrain::optim bertrain::schedule
   PRIVATE_DEPS nlohmann_json::nlohmann_json leveldb::leveldb Snappy::snappy PkgConfig::ZIP)
