@@ -69,9 +69,9 @@ std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_st
     PhaseEstimate e;
     e.max_seq_length = p.max_seq_length;
     e.train_batch_size = p.train_batch_size;
-    e.micro_batch_size = p.micro_batch_size;
-    e.accumulation = p.train_batch_size / p.micro_batch_size;
-    const data::PretrainingBatch b = data::synthetic_pretraining_batch(p.micro_batch_size, p.max_seq_length,
+    e.micro_batch_size = p.micro_batch_for(1);
+    e.accumulation = p.train_batch_size / e.micro_batch_size;
+    const data::PretrainingBatch b = data::synthetic_pretraining_batch(e.micro_batch_size, p.max_seq_length,
                                                                        p.max_predictions_per_seq, cfg.vocab_size, rng);
     const BertInputs in{b.input_ids, b.token_type_ids, b.attention_mask, 0, 0};
     PretrainingTargets tg{b.masked_lm_positions, b.masked_lm_ids, b.masked_lm_weights, b.next_sentence_labels};
@@ -93,7 +93,7 @@ std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_st
     // Evaluation: forward passes in eval mode at the phase's micro-batch size (as PretrainTrainer::evaluate).
     if (!eval_samples.empty()) {
       e.evaluations = evaluations_in_phase(first_step, n, r.eval_every_steps);
-      e.batches_per_evaluation = eval_batches(eval_samples, p.micro_batch_size, r.max_eval_steps);
+      e.batches_per_evaluation = eval_batches(eval_samples, e.micro_batch_size, r.max_eval_steps);
       NoGradGuard ng;
       model.eval();
       model.forward(in, tg);  // warm-up

@@ -163,8 +163,10 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     };
     const StepStats st = step.run(1, micro_batch, sched.lr(state.global_step), state, false);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log.record({{"step", state.global_step}, {"loss", st.losses[0]}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
-                {"skipped", st.skipped}});
+    MetricsRecord rec = {{"step", state.global_step}, {"loss", st.losses[0]}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
+                         {"skipped", st.skipped}};
+    append_step_times(rec, st.times, seconds, step.comm().size());
+    log.record(rec);
     StepProgress pr;
     char where[96];
     std::snprintf(where, sizeof where, "epoch %.2f step %lld/%lld",
@@ -175,6 +177,7 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     pr.lr = st.lr;
     pr.grad_norm = st.grad_norm;
     pr.sequences_per_second = static_cast<double>(o.train_batch_size) / seconds;
+    set_progress_comm(pr, st.times, seconds, step.comm().size());
     pr.done = state.global_step - first_step;
     pr.total = total - first_step;
     pr.last = state.global_step == total;

@@ -62,6 +62,7 @@ struct PretrainTrainer::Impl {
       o.rank = comm->rank();
     }
     r.validate(o.world_size);
+    r.resolve_micro_batch_size(o.world_size);  // not given: train_batch_size / ranks, one micro-batch per step
     log = StepLogger((fs::path(r.output_dir) / "metrics.jsonl").string(), o.rank == 0,
                      o.progress && isatty(STDERR_FILENO), r.log_every_steps);
     // Model config: bert_config_file, else config.json (or Google's bert_config.json) beside the init checkpoint.
@@ -118,6 +119,10 @@ struct PretrainTrainer::Impl {
   // ---------------------------------------------------------------- checkpoints
   void save(bool mid_step) {
     check_same_cursor();
+    if (comm->size() > 1) {  // the ranks must not have drifted apart (collective; a pass over the weights)
+      check_same_parameters(params, *comm);
+      spdlog::debug("step {}: the weights are the same on all {} ranks", state.global_step, comm->size());
+    }
     if (o.rank != 0) return;
     state.optimizer_step = opt->counters().step;
     state.learning_rate = sched ? sched->at(state.global_step).lr : 0.0;
@@ -284,11 +289,13 @@ struct PretrainTrainer::Impl {
     std::vector<data::PretrainingBatch> mb;
     for (int64_t m = first; m < a; ++m) mb.push_back(loader->next());
     data_wait = loader->take_wait_seconds();
-    double wsum = 0;
+    double wsum = 0, count_seconds = 0;
     if (first == 0) {
       for (auto& b : mb)
         for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) wsum += b.masked_lm_weights.data<float>()[i];
+      const auto t_count = std::chrono::steady_clock::now();
       comm->allreduce(&wsum, 1);  // the global batch's masked-token count (integers: exact in any order)
+      count_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_count).count();
     } else {
       wsum = state.step_masked_tokens;
     }
@@ -308,6 +315,7 @@ struct PretrainTrainer::Impl {
     };
     const double lr = sched->phase(state.phase).lr(state.phase_step);
     StepStats st = step->run(a, micro_batch, lr, state, true);
+    if (comm->size() > 1) st.times.comm_exposed += count_seconds;  // where a rank waits for the others' last step
     if (st.completed) {
       state.data_cursor = loader->cursor();
       state.step_masked_tokens = 0;
@@ -321,11 +329,13 @@ struct PretrainTrainer::Impl {
   void log_step(const StepStats& st, double seconds, double data_wait, int64_t first_phase_step) {
     const PhaseRecipe& p = r.phases[state.phase];
     const double g = static_cast<double>(p.train_batch_size);
-    log.record({{"step", state.global_step}, {"phase", int64_t{state.phase + 1}}, {"phase_step", state.phase_step},
+    MetricsRecord rec = {{"step", state.global_step}, {"phase", int64_t{state.phase + 1}}, {"phase_step", state.phase_step},
                 {"loss", st.losses[0]}, {"mlm_loss", st.losses[1]}, {"nsp_loss", st.losses[2]}, {"lr", st.lr},
                 {"grad_norm", st.grad_norm}, {"sequences_per_second", g / seconds},
                 {"tokens_per_second", g * static_cast<double>(p.max_seq_length) / seconds}, {"skipped", st.skipped},
-                {"data_wait_seconds", data_wait}, {"data_wait_fraction", data_wait / seconds}});
+                {"data_wait_seconds", data_wait}, {"data_wait_fraction", data_wait / seconds}};
+    append_step_times(rec, st.times, seconds, comm->size());
+    log.record(rec);
     StepProgress pr;
     pr.where = "phase " + std::to_string(state.phase + 1) + "/" + std::to_string(r.phases.size()) + " step " +
                std::to_string(state.phase_step) + "/" + std::to_string(p.schedule.num_train_steps);
@@ -336,6 +346,7 @@ struct PretrainTrainer::Impl {
     pr.sequences_per_second = g / seconds;
     pr.tokens_per_second = g * static_cast<double>(p.max_seq_length) / seconds;
     pr.data_wait_fraction = data_wait / seconds;
+    set_progress_comm(pr, st.times, seconds, comm->size());
     pr.done = state.phase_step - first_phase_step;
     pr.total = p.schedule.num_train_steps - first_phase_step;
     pr.last = state.phase_step == p.schedule.num_train_steps;
@@ -377,6 +388,7 @@ struct PretrainTrainer::Impl {
     so.clip_grad_norm = r.optimizer.clip_grad_norm;
     so.max_consecutive_skipped_steps = r.max_consecutive_skipped_steps;
     so.allreduce_bucket_mb = o.allreduce_bucket_mb;
+    so.allreduce_dtype = r.allreduce_dtype;
     step = std::make_unique<TrainStep>(params, *opt, so, comm);
     model->train();
     const int last = last_phase();
