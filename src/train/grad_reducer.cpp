@@ -118,10 +118,7 @@ void GradientReducer::on_ready(size_t i) {
                  "now; the model must use the same parameters in every step");
   if (ready_[i]) return;  // a second firing (a nested backward of activation checkpointing): counted once
   ready_[i] = 1;
-  if (--buckets_[bucket_of_[i]].pending == 0) {
-    timing_.bucket_ready[bucket_of_[i]] = since_arm();
-    start_ready_buckets();
-  }
+  if (--buckets_[bucket_of_[i]].pending == 0) start_ready_buckets();
   comm_->progress();
   if (t_done_ < 0 && next_start_ == buckets_.size() && comm_->sums_complete()) t_done_ = since_arm();
 }
@@ -152,7 +149,9 @@ void GradientReducer::start(Bucket& b) {
       std::memcpy(at, v.grad().raw_data(), v.grad().nbytes());
     }
   }
-  if (t_first_start_ < 0) t_first_start_ = since_arm();
+  const double now = since_arm();
+  timing_.bucket_ready[static_cast<size_t>(&b - buckets_.data())] = now;
+  if (t_first_start_ < 0) t_first_start_ = now;
   comm_->start_allreduce_sum(b.buffer);
   b.started = true;
 }

@@ -64,7 +64,9 @@ class GradientReducer {
     /// not complete yet, and the copy back into the gradients; the communication backward did not hide.
     double exposed = 0;
     int64_t wire_bytes = 0;  ///< the sum of bucket_wire_bytes()
-    /// Per bucket (start order): seconds from arm() until its last gradient was ready (unused-only buckets: 0).
+    /// Per bucket (start order): seconds from arm() until its sum could start: its gradients complete and copied
+    /// into the send buffer, and the buckets before it started (the ones started in finish(): backward_end or
+    /// later; those of unused parameters only: at arm()).
     std::vector<double> bucket_ready;
     double backward_end = 0;  ///< seconds from arm() to the finish() call
   };
