@@ -13,6 +13,7 @@ PKGS=(
   libcli11-dev libspdlog-dev libfmt-dev
   libhdf5-dev nlohmann-json3-dev libutf8proc-dev
   libopenmpi-dev openmpi-bin
+  slurm-wlm munge iperf3 iputils-ping
   python3 python3-numpy python3-torch python3-h5py python3-matplotlib python3-protobuf
   ccache
   libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler

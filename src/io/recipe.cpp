@@ -116,7 +116,7 @@ const std::set<std::string> kTopKeys = {"bert_config_file", "vocab_file", "do_lo
                                         "save_total_limit", "eval_dir", "eval_every_steps", "max_eval_steps",
                                         "next_sentence", "max_consecutive_skipped_steps", "log_every_steps",
                                         "activation_checkpointing", "dynamic_masking", "shuffle_window_shards",
-                                        "bf16", "unpad", "do_train", "do_eval", "tensorboard", "tensorboard_dir",
+                                        "bf16", "unpad", "allreduce_dtype", "do_train", "do_eval", "tensorboard", "tensorboard_dir",
                                         "phases"};
 const std::set<std::string> kOptimizerKeys = {
     "name", "beta1", "beta2", "eps", "weight_decay", "bias_correction", "weight_decay_mode", "layer_adaptation",
@@ -160,8 +160,7 @@ PhaseRecipe phase_from(const json& j, const std::string& where) {
   get(j, "max_predictions_per_seq", p.max_predictions_per_seq, where);
   get(j, "input_dir", p.input_dir, where);
   get(j, "train_batch_size", p.train_batch_size, where);
-  p.micro_batch_size = p.train_batch_size;
-  get(j, "micro_batch_size", p.micro_batch_size, where);
+  get(j, "micro_batch_size", p.micro_batch_size, where);  // absent: 0, train_batch_size / ranks
   get(j, "learning_rate", s.learning_rate, where);
   get(j, "num_warmup_steps", s.num_warmup_steps, where);
   get(j, "warmup_proportion", s.warmup_proportion, where);
@@ -293,6 +292,11 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   get(j, "shuffle_window_shards", r.shuffle_window_shards, where);
   get(j, "bf16", r.bf16, where);
   get_enum(j, "unpad", r.unpad, where);
+  if (std::string ad; get(j, "allreduce_dtype", ad, where)) {
+    BERTRAIN_CHECK(ad == "f32" || ad == "bf16", where, ": key 'allreduce_dtype' must be \"f32\" or \"bf16\", got \"",
+                   printable(ad), "\"");
+    r.allreduce_dtype = ad == "bf16" ? DType::bf16 : DType::f32;
+  }
   get(j, "do_train", r.do_train, where);
   get(j, "do_eval", r.do_eval, where);
   get(j, "tensorboard", r.tensorboard, where);
@@ -329,6 +333,7 @@ json recipe_to(const PretrainRecipe& r) {
               {"shuffle_window_shards", r.shuffle_window_shards},
               {"bf16", r.bf16},
               {"unpad", to_string(r.unpad)},
+              {"allreduce_dtype", dtype_name(r.allreduce_dtype)},
               {"do_train", r.do_train},
               {"do_eval", r.do_eval},
               {"tensorboard", r.tensorboard},
@@ -420,16 +425,26 @@ void PretrainRecipe::validate(int world_size) const {
                    p.schedule.num_train_steps);
     BERTRAIN_CHECK(p.schedule.learning_rate > 0 && std::isfinite(p.schedule.learning_rate), w,
                    "learning_rate must be positive");
-    BERTRAIN_CHECK(p.micro_batch_size > 0 && p.train_batch_size > 0, w, "batch sizes must be positive");
-    BERTRAIN_CHECK(p.train_batch_size % (p.micro_batch_size * world_size) == 0, w, "train_batch_size (",
-                   p.train_batch_size, ") must be a multiple of micro_batch_size (", p.micro_batch_size, ") x ",
-                   world_size, " ranks");
+    BERTRAIN_CHECK(p.micro_batch_size >= 0 && p.train_batch_size > 0, w, "batch sizes must be positive");
+    if (p.micro_batch_size == 0)
+      BERTRAIN_CHECK(p.train_batch_size % world_size == 0, w, "train_batch_size (", p.train_batch_size,
+                     ") must be a multiple of the ", world_size, " ranks (without micro_batch_size each rank runs "
+                     "train_batch_size / ranks sequences per step)");
+    else
+      BERTRAIN_CHECK(p.train_batch_size % (p.micro_batch_size * world_size) == 0, w, "train_batch_size (",
+                     p.train_batch_size, ") must be a multiple of micro_batch_size (", p.micro_batch_size, ") x ",
+                     world_size, " ranks");
     try {
       LrSchedule check(p.schedule);  // the schedule's own validation, with the phase named
     } catch (const Error& e) {
       throw Error(w + " " + e.what());
     }
   }
+}
+
+void PretrainRecipe::resolve_micro_batch_size(int world_size) {
+  BERTRAIN_ASSERT(world_size >= 1, "world_size ", world_size);
+  for (PhaseRecipe& p : phases) p.micro_batch_size = p.micro_batch_for(world_size);
 }
 
 PretrainRecipe load_pretrain_recipe(const std::string& path,

@@ -27,8 +27,8 @@ class SingleProcessCommunicator final : public Communicator {
   }
   void barrier() override {}
   void start_allreduce_sum(Tensor& buffer) override {
-    BERTRAIN_CHECK(buffer.dtype() == DType::f32 || buffer.dtype() == DType::f64,
-                   "start_allreduce_sum: f32 or f64 buffers only, got ", buffer.desc());
+    BERTRAIN_CHECK(buffer.dtype() == DType::f32 || buffer.dtype() == DType::f64 || buffer.dtype() == DType::bf16,
+                   "start_allreduce_sum: f32, f64 or bf16 buffers only, got ", buffer.desc());
   }
   void progress() override {}
   void wait_all() override {}

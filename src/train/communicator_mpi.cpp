@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "bertrain/core/dtype.h"
 #include "bertrain/core/error.h"
 #include "train/communicator_mpi.h"
 
@@ -37,6 +38,14 @@ class MpiCommunicator final : public Communicator {
     if (const size_t nl = v.find_first_of(",\n"); nl != std::string::npos) v.resize(nl);
     desc_ = "MPI (" + v + "), " + std::to_string(size_) + " ranks";
   }
+
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (bf16_sum_ != MPI_OP_NULL && !finalized) MPI_Op_free(&bf16_sum_);
+  }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -67,13 +76,21 @@ class MpiCommunicator final : public Communicator {
   }
 
   void start_allreduce_sum(Tensor& buffer) override {
-    BERTRAIN_CHECK(buffer.dtype() == DType::f32 || buffer.dtype() == DType::f64,
-                   "start_allreduce_sum: f32 or f64 buffers only, got ", buffer.desc());
+    const DType dt = buffer.dtype();
+    BERTRAIN_CHECK(dt == DType::f32 || dt == DType::f64 || dt == DType::bf16,
+                   "start_allreduce_sum: f32, f64 or bf16 buffers only, got ", buffer.desc());
     BERTRAIN_CHECK(buffer.numel() <= INT32_MAX, "start_allreduce_sum: ", buffer.numel(), " elements, at most 2^31 - 1");
     MPI_Request req;
-    check(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()),
-                         buffer.dtype() == DType::f32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req),
-          "MPI_Iallreduce");
+    if (dt == DType::bf16) {
+      if (bf16_sum_ == MPI_OP_NULL) check(MPI_Op_create(&bf16_sum, 1, &bf16_sum_), "MPI_Op_create");
+      check(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()), MPI_UINT16_T, bf16_sum_,
+                           MPI_COMM_WORLD, &req),
+            "MPI_Iallreduce");
+    } else {
+      check(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()),
+                           dt == DType::f32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req),
+            "MPI_Iallreduce");
+    }
     pending_.push_back(req);
   }
 
@@ -83,6 +100,8 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (done) pending_.clear();
   }
+
+  bool sums_complete() const override { return pending_.empty(); }
 
   void wait_all() override {
     if (pending_.empty()) return;
@@ -124,7 +143,18 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  /// The reduction of bf16 gradient buckets: inout[i] = bf16(float(in[i]) + float(inout[i])), one pairwise sum in
+  /// f32 rounded to nearest even. Commutative (IEEE addition is), so OpenMPI may use any of its algorithms; each
+  /// computes every element's sum once and sends that result to all ranks (binomial reduce + broadcast, or ring
+  /// reduce-scatter + allgather), so all ranks receive the same bits. Declared on MPI_UINT16_T: the bits of bf16.
+  static void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+    const auto* a = static_cast<const uint16_t*>(in);
+    auto* b = static_cast<uint16_t*>(inout);
+    for (int i = 0; i < *len; ++i) b[i] = bf16::from_float(bf16::to_float(a[i]) + bf16::to_float(b[i]));
+  }
+
   int rank_ = 0, size_ = 1;
+  MPI_Op bf16_sum_ = MPI_OP_NULL;  // created at the first bf16 sum
   double timeout_;
   std::string desc_;
   std::vector<MPI_Request> pending_;

@@ -175,6 +175,7 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
       for (int64_t i = pos * o.train_batch_size; i < (pos + 1) * o.train_batch_size; ++i) tokens += task.lengths[order[i]];
       rec.emplace_back("real_tokens_per_second", tokens / seconds);
     }
+    append_step_times(rec, st.times, seconds, step.comm().size());
     log.record(rec);
     StepProgress pr;
     char where[96];
@@ -186,6 +187,7 @@ FinetuneResult run_finetuning(Module& model, const BertConfig& cfg, const Finetu
     pr.lr = st.lr;
     pr.grad_norm = st.grad_norm;
     pr.sequences_per_second = static_cast<double>(o.train_batch_size) / seconds;
+    set_progress_comm(pr, st.times, seconds, step.comm().size());
     pr.done = state.global_step - first_step;
     pr.total = total - first_step;
     pr.last = state.global_step == total;

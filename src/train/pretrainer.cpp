@@ -63,6 +63,7 @@ struct PretrainTrainer::Impl {
       o.rank = comm->rank();
     }
     r.validate(o.world_size);
+    r.resolve_micro_batch_size(o.world_size);  // not given: train_batch_size / ranks, one micro-batch per step
     log = StepLogger((fs::path(r.output_dir) / "metrics.jsonl").string(), o.rank == 0,
                      o.progress && isatty(STDERR_FILENO), r.log_every_steps,
                      !r.tensorboard ? "" : r.tensorboard_dir.empty() ? r.output_dir : r.tensorboard_dir);
@@ -136,6 +137,10 @@ struct PretrainTrainer::Impl {
   // ---------------------------------------------------------------- checkpoints
   void save(bool mid_step) {
     check_same_cursor();
+    if (comm->size() > 1) {  // the ranks must not have drifted apart (collective; a pass over the weights)
+      check_same_parameters(params, *comm);
+      spdlog::debug("step {}: the weights are the same on all {} ranks", state.global_step, comm->size());
+    }
     if (o.rank != 0) return;
     state.optimizer_step = opt->counters().step;
     state.learning_rate = sched ? sched->at(state.global_step).lr : 0.0;
@@ -309,7 +314,9 @@ struct PretrainTrainer::Impl {
       for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) counts[0] += b.masked_lm_weights.data<float>()[i];
       for (int64_t i = 0; i < b.attention_mask.numel(); ++i) counts[1] += b.attention_mask.data<int32_t>()[i] != 0;
     }
+    const auto t_count = std::chrono::steady_clock::now();
     comm->allreduce(counts, 2);  // the global batch's counts (integers: exact in any order)
+    const double count_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_count).count();
     real_tokens = counts[1];
     double wsum = counts[0];
     if (first != 0) wsum = state.step_masked_tokens;
@@ -329,6 +336,7 @@ struct PretrainTrainer::Impl {
     };
     const double lr = sched->phase(state.phase).lr(state.phase_step);
     StepStats st = step->run(a, micro_batch, lr, state, true);
+    if (comm->size() > 1) st.times.comm_exposed += count_seconds;  // where a rank waits for the others' last step
     if (st.completed) {
       state.data_cursor = loader->cursor();
       state.step_masked_tokens = 0;
@@ -342,13 +350,16 @@ struct PretrainTrainer::Impl {
   void log_step(const StepStats& st, double seconds, double data_wait, double real_tokens, int64_t first_phase_step) {
     const PhaseRecipe& p = r.phases[state.phase];
     const double g = static_cast<double>(p.train_batch_size);
-    log.record({{"step", state.global_step}, {"phase", int64_t{state.phase + 1}}, {"phase_step", state.phase_step},
+    MetricsRecord rec = {{"step", state.global_step}, {"phase", int64_t{state.phase + 1}}, {"phase_step", state.phase_step},
                 {"loss", st.losses[0]}, {"mlm_loss", st.losses[1]}, {"nsp_loss", st.losses[2]}, {"lr", st.lr},
                 {"grad_norm", st.grad_norm}, {"sequences_per_second", g / seconds},
                 {"tokens_per_second", g * static_cast<double>(p.max_seq_length) / seconds},
                 {"real_tokens_per_second", real_tokens / seconds}, {"skipped", st.skipped},
                 {"skipped_steps", state.skipped_steps}, {"data_wait_seconds", data_wait},
-                {"data_wait_fraction", data_wait / seconds}});
+                {"data_wait_fraction", data_wait / seconds}};
+    append_step_times(rec, st.times, seconds, comm->size());
+    log.record(rec);
+
     StepProgress pr;
     pr.where = "phase " + std::to_string(state.phase + 1) + "/" + std::to_string(r.phases.size()) + " step " +
                std::to_string(state.phase_step) + "/" + std::to_string(p.schedule.num_train_steps);
@@ -359,6 +370,7 @@ struct PretrainTrainer::Impl {
     pr.sequences_per_second = g / seconds;
     pr.tokens_per_second = g * static_cast<double>(p.max_seq_length) / seconds;
     pr.data_wait_fraction = data_wait / seconds;
+    set_progress_comm(pr, st.times, seconds, comm->size());
     pr.done = state.phase_step - first_phase_step;
     pr.total = p.schedule.num_train_steps - first_phase_step;
     pr.last = state.phase_step == p.schedule.num_train_steps;
@@ -400,6 +412,7 @@ struct PretrainTrainer::Impl {
     so.clip_grad_norm = r.optimizer.clip_grad_norm;
     so.max_consecutive_skipped_steps = r.max_consecutive_skipped_steps;
     so.allreduce_bucket_mb = o.allreduce_bucket_mb;
+    so.allreduce_dtype = r.allreduce_dtype;
     step = std::make_unique<TrainStep>(params, *opt, so, comm);
     model->train();
     const int last = last_phase();

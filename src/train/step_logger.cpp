@@ -185,9 +185,13 @@ void StepLogger::progress(const StepProgress& p, int64_t step_number) {
     const size_t n = std::strlen(rate);
     std::snprintf(rate + n, sizeof rate - n, " | data wait %.1f%%", 100 * p.data_wait_fraction);
   }
-  char line[640];
-  std::snprintf(line, sizeof line, "%s | loss %.4f%s%s%s | lr %.3g | gnorm %.3g%s | eta %s", p.where.c_str(), p.loss,
-                parts.empty() ? "" : " (", parts.c_str(), parts.empty() ? "" : ")", p.lr, p.grad_norm, rate,
+  char comm[96] = "";
+  if (p.comm_exposed_fraction >= 0)
+    std::snprintf(comm, sizeof comm, " | comm exposed %.1f%% (allreduce %.0f ms, %.1f MB/rank)",
+                  100 * p.comm_exposed_fraction, 1e3 * p.allreduce_seconds, p.allreduce_bytes / 1e6);
+  char line[740];
+  std::snprintf(line, sizeof line, "%s | loss %.4f%s%s%s | lr %.3g | gnorm %.3g%s%s | eta %s", p.where.c_str(), p.loss,
+                parts.empty() ? "" : " (", parts.c_str(), parts.empty() ? "" : ")", p.lr, p.grad_norm, rate, comm,
                 fmt_duration(eta).c_str());
   if (live_) std::fprintf(stderr, "\r%s\x1b[K%s", line, p.last ? "\n" : "");
   else spdlog::info("{}", line);

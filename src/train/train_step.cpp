@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "bertrain/core/cpu_peak.h"
@@ -22,12 +23,18 @@ TrainStep::TrainStep(const NamedParameters& params, Optimizer& optimizer, const 
   BERTRAIN_CHECK(o.max_consecutive_skipped_steps >= 0, "TrainStepOptions.max_consecutive_skipped_steps must be >= 0, got ",
                  o.max_consecutive_skipped_steps);
   BERTRAIN_CHECK(o.allreduce_bucket_mb > 0, "allreduce_bucket_mb must be positive, got ", o.allreduce_bucket_mb);
+  BERTRAIN_CHECK(o.allreduce_dtype == DType::f32 || o.allreduce_dtype == DType::bf16,
+                 "allreduce_dtype must be f32 or bf16, got ", dtype_name(o.allreduce_dtype));
   if (!comm_) comm_ = world();
   if (comm_->size() > 1) {
     check_same_parameters(params_, *comm_);  // same seed or same checkpoint on every rank
     reducer_ = std::make_unique<GradientReducer>(params_, comm_,
-                                                 static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)));
-    spdlog::info("data parallel: {}; gradients summed in {} buckets", comm_->description(), reducer_->num_buckets());
+                                                 static_cast<int64_t>(o.allreduce_bucket_mb * (1 << 20)),
+                                                 o.allreduce_dtype);
+    int64_t wire = 0;
+    for (int64_t b : reducer_->bucket_wire_bytes()) wire += b;
+    spdlog::info("data parallel: {}; gradients summed in {} buckets, {:.1f} MB in {} per step", comm_->description(),
+                 reducer_->num_buckets(), static_cast<double>(wire) / 1e6, dtype_name(o.allreduce_dtype));
   }
 }
 
@@ -42,12 +49,16 @@ StepStats TrainStep::run(int64_t num_micro, const MicroBatchFn& micro_batch, dou
   BERTRAIN_CHECK(num_micro >= 1, "TrainStep::run: num_micro must be >= 1, got ", num_micro);
   BERTRAIN_ASSERT(state.micro_batch_index < num_micro, "resumed at micro-batch ", state.micro_batch_index, " of ",
                   num_micro);
+  using clock = std::chrono::steady_clock;
+  auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   StepStats st;
   st.lr = lr;
   std::vector<double> losses = state.micro_batch_index > 0 ? state.partial_losses : std::vector<double>{};
   for (int64_t m = state.micro_batch_index; m < num_micro; ++m) {
     if (reducer_ && m == num_micro - 1) reducer_->arm();  // sums start as gradients complete
+    const auto t_micro = clock::now();
     const std::vector<double> parts = micro_batch(m);
+    st.times.compute += seconds_since(t_micro);
     if (losses.size() < parts.size()) losses.resize(parts.size(), 0.0);
     for (size_t i = 0; i < parts.size(); ++i) losses[i] += parts[i];
     if (may_stop_mid_step && comm_->size() == 1 && signal_received() && m + 1 < num_micro) {
@@ -65,6 +76,7 @@ StepStats TrainStep::run(int64_t num_micro, const MicroBatchFn& micro_batch, dou
   state.partial_losses.clear();
   int stop_signal = signal_received();
   if (reducer_) {
+    const auto t_comm = clock::now();
     reducer_->finish();
     spdlog::debug("step {}: {} of {} gradient buckets started during backward", state.global_step + 1,
                   reducer_->started_during_backward(), reducer_->num_buckets());
@@ -72,7 +84,13 @@ StepStats TrainStep::run(int64_t num_micro, const MicroBatchFn& micro_batch, dou
     double sig = stop_signal;  // a signal on any rank stops every rank after this step
     comm_->allreduce(&sig, 1, ReduceOp::max);
     stop_signal = static_cast<int>(sig);
+    const GradientReducer::Timing& t = reducer_->timing();
+    st.times.comm_exposed = seconds_since(t_comm);
+    st.times.allreduce = t.allreduce;
+    st.times.allreduce_wire_bytes = t.wire_bytes;
+    st.times.allreduce_bytes = allreduce_bytes_per_rank(static_cast<double>(t.wire_bytes), comm_->size());
   }
+  const auto t_opt = clock::now();
   st.losses = losses;
   st.stop_signal = stop_signal;
   st.grad_norm = opt_options_.clip_grad_norm > 0 ? clip_grad_norm(params_, opt_options_.clip_grad_norm)
@@ -94,10 +112,29 @@ StepStats TrainStep::run(int64_t num_micro, const MicroBatchFn& micro_batch, dou
     opt_.step(lr);
   }
   opt_.zero_grad();
+  st.times.optimizer = seconds_since(t_opt);
   state.optimizer_step = opt_.counters().step;
   ++state.global_step;
   ++state.phase_step;
   return st;
+}
+
+void append_step_times(MetricsRecord& rec, const StepTimes& t, double step_seconds, int ranks) {
+  rec.emplace_back("step_seconds", step_seconds);
+  rec.emplace_back("compute_seconds", t.compute);
+  rec.emplace_back("optimizer_seconds", t.optimizer);
+  if (ranks > 1) {
+    rec.emplace_back("allreduce_seconds", t.allreduce);
+    rec.emplace_back("comm_exposed_seconds", t.comm_exposed);
+    rec.emplace_back("allreduce_bytes", static_cast<int64_t>(std::llround(t.allreduce_bytes)));
+  }
+}
+
+void set_progress_comm(StepProgress& p, const StepTimes& t, double step_seconds, int ranks) {
+  if (ranks <= 1 || step_seconds <= 0) return;
+  p.comm_exposed_fraction = t.comm_exposed / step_seconds;
+  p.allreduce_seconds = t.allreduce;
+  p.allreduce_bytes = t.allreduce_bytes;
 }
 
 void log_bf16_outlook() {

@@ -190,3 +190,54 @@ TEST(RecipeOptions, UnpadKeyDefaultsToAutoAndRoundTrips) {
     EXPECT_EQ(pretrain_recipe_from_json(pretrain_recipe_to_json(r), "recipe.json").unpad, r.unpad);
   }
 }
+
+// Without micro_batch_size, each of R ranks runs train_batch_size / R sequences per step (google-research/bert's
+// and NVIDIA's flags mean the global batch); a given micro_batch_size must divide train_batch_size / R.
+TEST(RecipeOptions, MicroBatchDefaultsToTheGlobalBatchOverTheRanks) {
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"output_dir", "o"}, {"bert_config_file", "c"}, {"input_dir", "s"}, {"num_train_steps", "10"},
+      {"train_batch_size", "32"}};
+  PretrainRecipe r = load_pretrain_recipe("", base);
+  EXPECT_EQ(r.phases[0].micro_batch_size, 0);
+  EXPECT_EQ(r.phases[0].micro_batch_for(1), 32);
+  EXPECT_EQ(r.phases[0].micro_batch_for(4), 8);
+  r.validate(2);
+  r.validate(32);
+  try {
+    r.validate(3);
+    FAIL() << "32 sequences over 3 ranks accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train_batch_size (32) must be a multiple of the 3 ranks"), std::string::npos)
+        << e.what();
+  }
+  PretrainRecipe resolved = r;
+  resolved.resolve_micro_batch_size(4);
+  EXPECT_EQ(resolved.phases[0].micro_batch_size, 8);
+  EXPECT_NE(pretrain_recipe_to_json(resolved).find("\"micro_batch_size\": 8"), std::string::npos);
+  auto with_micro = base;
+  with_micro.emplace_back("micro_batch_size", "32");
+  PretrainRecipe m = load_pretrain_recipe("", with_micro);
+  EXPECT_EQ(m.phases[0].micro_batch_for(2), 32);
+  try {
+    m.validate(2);
+    FAIL() << "an explicit micro-batch of 32 x 2 ranks accepted for a global batch of 32";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be a multiple of micro_batch_size (32) x 2 ranks"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(RecipeOptions, AllreduceDtypeIsF32OrBf16AndRoundTrips) {
+  EXPECT_EQ(PretrainRecipe{}.allreduce_dtype, DType::f32);
+  PretrainRecipe r = load_pretrain_recipe("", {{"allreduce_dtype", "bf16"}});
+  EXPECT_EQ(r.allreduce_dtype, DType::bf16);
+  EXPECT_EQ(pretrain_recipe_from_json(pretrain_recipe_to_json(r), "recipe.json").allreduce_dtype, DType::bf16);
+  try {
+    load_pretrain_recipe("", {{"allreduce_dtype", "fp16"}});
+    FAIL() << "fp16 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'allreduce_dtype' must be \"f32\" or \"bf16\", got \"fp16\""),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -43,3 +43,15 @@ grep -qE "^2 .* \(with $ran2 evaluations of $(batches 3) batches," "$t/estimate.
 "$build/bertrain" --num_threads 1 estimate --config "$t/recipe.json" --micro_steps 1 --eval_dir= > "$t/no_eval.txt"
 ! grep -q "evaluations" "$t/no_eval.txt" || { cat "$t/no_eval.txt"; echo "FAIL: evaluations without eval_dir" >&2; exit 1; }
 echo "estimate_test: ok (phase 1: $ran1 evaluations, phase 2: $ran2)"
+# The cluster model: a table per phase for 1, 2, 4, ... 1024 ranks and --ranks 3, the rows whose global batch does
+# not split marked, and the whole recipe only for rank counts every phase splits into (1 and 2 here: batch 8 and 6).
+"$build/bertrain" --num_threads 1 estimate --config "$t/recipe.json" --micro_steps 1 --eval_dir= --ranks 3 \
+  --network_gbps 10 --price_per_hour 2 > "$t/cluster.txt"
+cat "$t/cluster.txt"
+grep -q "^phase 1: global batch 8, [0-9]* gradient buckets" "$t/cluster.txt"
+grep -qE "^ +3 +3 +- +\(the global batch of 8 does not split over 3 ranks\)" "$t/cluster.txt"
+grep -qE "^ +3 +3 +2 " "$t/cluster.txt"  # phase 2: 6 / 3 = 2 sequences per rank
+grep -qE "^ +1024 +1024 +- " "$t/cluster.txt"
+[ "$(sed -n '/^whole recipe:/,$p' "$t/cluster.txt" | grep -cE '^ +[0-9]+ ')" -eq 2 ] ||
+  { echo "FAIL: the whole recipe should have rows for 1 and 2 ranks only" >&2; exit 1; }
+echo "estimate_test: cluster table ok"

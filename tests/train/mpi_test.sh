@@ -5,6 +5,14 @@
 #   kill_resume   SIGKILL of rank 1 mid-run ends the job within 10 s naming the rank; --resume finishes it
 #   elastic_resume  a checkpoint of 1 process resumed by 2 ranks, and the reverse, continue the same run
 #   rank_throws   an error on one rank only (its eval_dir is missing) ends the job within 10 s naming the rank
+#   default_micro  without micro_batch_size each of 2 ranks runs train_batch_size / 2 in one micro-batch (as
+#                 google-research/bert's flags under mpirun), equal to 1 rank x 2 micro-batches; an explicit
+#                 micro_batch_size that does not divide is refused
+#   comm_metrics  over TCP (btl self,tcp), bert-tiny (configs/model/bert-tiny.json, 16 MB of gradients): every step's
+#                 metrics.jsonl record has allreduce_seconds, comm_exposed_seconds, allreduce_bytes (2 (R-1)/R x the
+#                 gradient bytes), and compute + exposed + optimizer + data time is the step's time within 5%
+#   bf16_exchange  --allreduce_dtype bf16: half the bytes, the weights the same on both ranks at every checkpoint,
+#                 losses within 1% of the f32 exchange's
 #   unequal_shards  CASES.md C41: shards of 10, 7 and 4 samples, 2 ranks x micro-batch 2, 2 epochs: 5 steps per
 #                 epoch on both ranks, the job ends, the same samples and weights as 1 rank
 # Runs as root in CI: --allow-run-as-root; --oversubscribe and --bind-to none for small machines; shared memory
@@ -207,6 +215,87 @@ PY
       sleep 0.05
     done
     ends_within 10 "$work/throw.log" "rank 1 of 2: eval_dir .*empty_eval"
+    ;;
+  default_micro)
+    rm -rf "$work/dm_one" "$work/dm_two" "$work/dm_bad"
+    flags=(--train_batch_size=8 --num_train_steps=4)
+    "$bin" "${common[@]}" "${flags[@]}" --micro_batch_size=4 --output_dir="$work/dm_one" > /dev/null 2>&1
+    "${mpi[@]}" "$bin" "${common[@]}" "${flags[@]}" --output_dir="$work/dm_two" > "$work/dm_two.log" 2>&1 ||
+      { cat "$work/dm_two.log"; exit 1; }
+    grep "global batch 8 = 1 micro-batches of 4 x 2 ranks" "$work/dm_two.log"
+    grep -q '"grad_accum_steps": 1' "$work/dm_two/checkpoint-4/trainer_state.json"
+    grep -q '"micro_batch_size": 4' "$work/dm_two/recipe.json"
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/dm_one/checkpoint-4" "$work/dm_two/checkpoint-4" \
+      --rtol 1e-6 --atol 1e-8 --metrics
+    # An explicit micro-batch keeps its meaning: 8 per rank x 2 ranks does not divide a global batch of 8.
+    if "${mpi[@]}" "$bin" "${common[@]}" "${flags[@]}" --micro_batch_size=8 --output_dir="$work/dm_bad" \
+      > "$work/dm_bad.log" 2>&1; then
+      echo "an explicit micro_batch_size of 8 x 2 ranks was accepted for a global batch of 8" >&2
+      exit 1
+    fi
+    grep -q "must be a multiple of micro_batch_size (8) x 2 ranks" "$work/dm_bad.log"
+    # Without micro_batch_size the global batch must split evenly over the ranks.
+    if "${mpi[@]}" "$bin" "${common[@]}" --train_batch_size=7 --num_train_steps=4 --output_dir="$work/dm_bad" \
+      > "$work/dm_bad.log" 2>&1; then
+      echo "a global batch of 7 was accepted on 2 ranks" >&2
+      exit 1
+    fi
+    grep -q "train_batch_size (7) must be a multiple of the 2 ranks" "$work/dm_bad.log"
+    ;;
+  comm_metrics)
+    rm -rf "$work/cm"
+    # Bucket of 4 MB: the tiny BERT's 16 MB of gradients in several sums, the heads' started during backward.
+    mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,tcp -np 2 "$bin" "${common[@]}" \
+      --bert_config_file="$src/configs/model/bert-tiny.json" --train_batch_size=8 --num_train_steps=6 \
+      --allreduce_bucket_mb=4 --output_dir="$work/cm" > "$work/cm.log" 2>&1 || { cat "$work/cm.log"; exit 1; }
+    grep "gradients summed in" "$work/cm.log"
+    /usr/bin/python3 - "$work/cm/metrics.jsonl" "$src/configs/model/bert-tiny.json" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' not in l]
+assert len(recs) == 6, len(recs)
+c = json.load(open(sys.argv[2]))
+H, I, L, V, P = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"], c["max_position_embeddings"]
+# BertForPreTraining's parameters (the decoder shares the word embeddings): embeddings, layers, pooler, heads.
+n = (V + P + c["type_vocab_size"]) * H + 2 * H + L * (4 * (H * H + H) + 2 * H + H * I + I + I * H + H + 2 * H) \
+    + (H * H + H) + (H * H + H + 2 * H + V) + (2 * H + 2)
+want = 2 * (2 - 1) / 2 * 4 * n  # f32, 2 ranks
+for r in recs:
+    print({k: r[k] for k in ("step", "step_seconds", "compute_seconds", "optimizer_seconds", "allreduce_seconds",
+                             "comm_exposed_seconds", "data_wait_seconds", "allreduce_bytes")})
+    assert r["allreduce_bytes"] == round(want), (r["allreduce_bytes"], want)
+    assert 0 < r["allreduce_seconds"] < r["step_seconds"], r
+    assert 0 <= r["comm_exposed_seconds"] < r["step_seconds"], r
+    assert 0 < r["compute_seconds"] < r["step_seconds"] and 0 < r["optimizer_seconds"] < r["step_seconds"], r
+    parts = r["compute_seconds"] + r["comm_exposed_seconds"] + r["optimizer_seconds"] + r["data_wait_seconds"]
+    assert 0.95 * r["step_seconds"] <= parts <= r["step_seconds"], (parts, r["step_seconds"])
+print("every step: allreduce_bytes", round(want), "= the model's f32 gradient; the parts add up to the step time")
+PY
+    ;;
+  bf16_exchange)
+    rm -rf "$work/bx_f32" "$work/bx_bf16"
+    flags=(--train_batch_size=8 --micro_batch_size=2 --num_train_steps=8 --save_checkpoints_steps=4
+           --allreduce_bucket_mb=0.05)
+    "${mpi[@]}" "$bin" --log_level debug "${common[@]}" "${flags[@]}" --output_dir="$work/bx_f32" \
+      > "$work/bx_f32.log" 2>&1 || { cat "$work/bx_f32.log"; exit 1; }
+    "${mpi[@]}" "$bin" --log_level debug "${common[@]}" "${flags[@]}" --allreduce_dtype bf16 \
+      --output_dir="$work/bx_bf16" > "$work/bx_bf16.log" 2>&1 || { cat "$work/bx_bf16.log"; exit 1; }
+    grep "gradients summed in" "$work/bx_bf16.log"
+    # Every checkpoint (steps 4 and 8) compares both ranks' weights first (a checksum against rank 0's).
+    [ "$(grep -c "the weights are the same on all 2 ranks" "$work/bx_bf16.log")" -eq 2 ]
+    grep -q '"allreduce_dtype": "bf16"' "$work/bx_bf16/recipe.json"
+    /usr/bin/python3 - "$work/bx_f32/metrics.jsonl" "$work/bx_bf16/metrics.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(p) if '"eval"' not in l] for p in sys.argv[1:3])
+assert len(a) == len(b) == 8, (len(a), len(b))
+for x, y in zip(a, b):
+    assert 2 * y["allreduce_bytes"] == x["allreduce_bytes"], (x["allreduce_bytes"], y["allreduce_bytes"])
+    assert abs(x["loss"] - y["loss"]) <= 0.01 * abs(x["loss"]), (x["step"], x["loss"], y["loss"])
+print("bf16 exchange: bytes", b[0]["allreduce_bytes"], "vs", a[0]["allreduce_bytes"], "; losses",
+      [round(y["loss"], 4) for y in b], "vs", [round(x["loss"], 4) for x in a])
+PY
+    # The exchange changed the training (bf16 rounding), but not much.
+    /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/bx_f32/checkpoint-8" "$work/bx_bf16/checkpoint-8" \
+      --rtol 1e-2 --atol 1e-3 --norm
     ;;
   unequal_shards)
     # C41: three shards of 10, 7 and 4 samples (cut from the fixture's shard with h5py), global batch 4.

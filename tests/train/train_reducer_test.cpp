@@ -123,3 +123,53 @@ TEST(GradientReducer, ParameterUsedAfterBeingLearnedUnusedIsAnError) {
   Variable l = add(net.loss(input()), sum(net.unused));
   EXPECT_THROW(l.backward(), Error);
 }
+
+TEST(GradientReducer, Bf16WireHalvesTheBytesAndRoundsEachGradientToNearestEven) {
+  Net net;
+  auto comm = std::make_shared<TwinCommunicator>();
+  {
+    GradientReducer f32(net.params, comm, 256);
+    EXPECT_EQ(f32.bucket_wire_bytes(), (std::vector<int64_t>{19 * 4, 64 * 4, 32 * 4}));
+  }
+  GradientReducer red(net.params, comm, 256, DType::bf16);
+  // The same buckets (sized by the parameters' bytes), half the bytes on the wire.
+  EXPECT_EQ(red.bucket_wire_bytes(), (std::vector<int64_t>{19 * 2, 64 * 2, 32 * 2}));
+  red.arm();
+  net.loss(input()).backward();
+  const Tensor local_b = net.b.grad().clone();
+  red.finish();
+  int64_t changed = 0;
+  for (int64_t i = 0; i < local_b.numel(); ++i) {
+    const float g = local_b.data<float>()[i];
+    // Twin ranks: bf16(g) + bf16(g) in f32 is exact, and so is its rounding back to bf16.
+    EXPECT_EQ(net.b.grad().data<float>()[i], 2 * bf16::to_float(bf16::from_float(g))) << i;
+    changed += net.b.grad().data<float>()[i] != 2 * g;
+  }
+  EXPECT_GT(changed, 0);  // the rounding happened (random f32 gradients are rarely bf16 values)
+  const GradientReducer::Timing& t = red.timing();
+  EXPECT_EQ(t.wire_bytes, (19 + 64 + 32) * 2);
+  ASSERT_EQ(t.bucket_ready.size(), 3u);
+  EXPECT_GE(t.allreduce, 0);
+  EXPECT_GE(t.exposed, 0);
+  // The first step does not know the unused parameter yet: bucket 0 never completes, so all start in finish().
+  for (double r : t.bucket_ready) EXPECT_GE(r, t.backward_end);
+  // From the second step on all three start during backward, in order.
+  for (auto& [n, v] : net.params)
+    if (v.grad().defined()) v.zero_grad();
+  red.arm();
+  net.loss(input()).backward();
+  red.finish();
+  EXPECT_EQ(red.started_during_backward(), 3);
+  EXPECT_LE(t.bucket_ready[0], t.bucket_ready[1]);  // c's gradient completes first, then b's, then a's
+  EXPECT_LE(t.bucket_ready[1], t.bucket_ready[2]);
+  EXPECT_LE(t.bucket_ready[2], t.backward_end);
+  EXPECT_THROW(GradientReducer(net.params, comm, 256, DType::i32), Error);
+}
+
+TEST(GradientReducer, BytesPerRankAreTheRingsTwoTimesRMinusOneOverR) {
+  EXPECT_EQ(allreduce_bytes_per_rank(1000, 1), 0.0);
+  EXPECT_EQ(allreduce_bytes_per_rank(1000, 2), 1000.0);
+  EXPECT_EQ(allreduce_bytes_per_rank(1000, 4), 1500.0);
+  EXPECT_EQ(allreduce_bytes_per_rank(1024, 1024), 2046.0);
+  EXPECT_THROW(allreduce_bytes_per_rank(1, 0), Error);
+}

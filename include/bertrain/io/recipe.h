@@ -43,7 +43,16 @@ struct PhaseRecipe {
   int64_t max_predictions_per_seq = 20;
   std::string input_dir;          ///< directory of HDF5 shards (see data::list_training_shards)
   int64_t train_batch_size = 32;  ///< global batch: sequences per optimizer step over all ranks
-  int64_t micro_batch_size = 32;  ///< sequences per forward/backward on one rank
+  /// Sequences per forward/backward on one rank. 0 (the key not given): train_batch_size / ranks, one
+  /// micro-batch per rank and step, as google-research/bert and NVIDIA's recipes treat their batch flags under
+  /// several workers (resolved by PretrainRecipe::resolve_micro_batch_size).
+  int64_t micro_batch_size = 0;
+
+  /// The micro-batch each of `world_size` ranks runs: micro_batch_size, or train_batch_size / world_size when
+  /// it is 0 (integer division; validate() checks that it divides).
+  int64_t micro_batch_for(int world_size) const {
+    return micro_batch_size > 0 ? micro_batch_size : train_batch_size / world_size;
+  }
   /// The phase's learning rate: keys learning_rate, num_train_steps, num_warmup_steps, warmup_proportion, decay,
   /// decay_power, end_learning_rate, lr_convention. The default lr is 1e-4 with google-research/bert's convention.
   LrScheduleOptions schedule = [] {
@@ -80,6 +89,9 @@ struct PretrainRecipe {
   /// The encoder path (models/bert.h Unpad): "auto" (default), "always" or "never"; `--unpad` on the command line.
   /// Pretraining batches hold padding where short_seq_prob made a sequence short or a document ran out.
   Unpad unpad = Unpad::automatic;
+  /// The gradients' dtype on the wire between ranks (key `allreduce_dtype`: "f32" or "bf16"): bf16 halves the
+  /// bytes of every sum over ranks (docs/guides/cluster.md); no effect in a single process.
+  DType allreduce_dtype = DType::f32;
   bool do_train = true;
   bool do_eval = false;
   /// TensorBoard event files of the run's metrics (bertrain/io/tensorboard.h, docs/guides/tensorboard.md): written
@@ -92,6 +104,9 @@ struct PretrainRecipe {
   /// global batch not divisible by the micro-batch, an invalid schedule or optimizer option...).
   /// `world_size` ranks share each global batch.
   void validate(int world_size = 1) const;
+  /// Sets every phase's micro_batch_size that is 0 (not given) to train_batch_size / world_size. Call after
+  /// validate(world_size). The trainer does this itself.
+  void resolve_micro_batch_size(int world_size);
 };
 
 /// Reads a recipe file (JSON), applies `overrides` ("key=value" or ("key", "value") pairs, value parsed as

@@ -31,12 +31,17 @@ class Communicator {
   /// Returns when every rank has called it. Throws as allreduce.
   virtual void barrier() = 0;
 
-  /// Starts an in-place sum over ranks of `buffer` (contiguous f32 or f64; it must stay alive and untouched
+  /// Starts an in-place sum over ranks of `buffer` (contiguous f32, f64 or bf16; it must stay alive and untouched
   /// until wait_all()). Returns at once: the sum proceeds while the caller computes. Every rank must start
-  /// the same buffers (same sizes, dtypes) in the same order. Throws bertrain::Error on other dtypes.
+  /// the same buffers (same sizes, dtypes) in the same order. bf16 buffers (gradients compressed for the wire)
+  /// are summed pairwise in f32, each partial sum rounded back to bf16 (round to nearest even), and every rank
+  /// receives the same result. Throws bertrain::Error on other dtypes.
   virtual void start_allreduce_sum(Tensor& buffer) = 0;
   /// Lets started sums advance (MPI progresses non-blocking collectives only inside MPI calls); cheap.
   virtual void progress() = 0;
+  /// True when no started sum is in flight any more, as the last progress() or wait_all() saw it (no
+  /// communication). Communicators whose sums complete at once keep the default.
+  virtual bool sums_complete() const { return true; }
   /// Blocks until every started sum is complete. Throws as allreduce.
   virtual void wait_all() = 0;
 

@@ -32,6 +32,15 @@ struct PhaseEstimate {
   int64_t batches_per_evaluation = 0;
   double seconds_per_evaluation = 0;      ///< forward passes in eval mode at the micro-batch size
   double projected_seconds = 0;           ///< num_train_steps steps and the evaluations
+  // What the cluster model (project_cluster_step) needs besides:
+  int64_t num_train_steps = 0;
+  double seconds_optimizer = 0;           ///< clipping + the optimizer's update, once per step
+  int threads = 1;                        ///< the threads the steps were timed with (bertrain::num_threads())
+  /// The gradient buckets data-parallel training sums (GradientReducer, the recipe's allreduce_dtype), in start
+  /// order: their bytes on the wire, and the backward time still to run after each one's gradients were complete
+  /// (the median over the timed micro-batches): how long its sum can hide behind backward.
+  std::vector<int64_t> bucket_bytes;
+  std::vector<double> bucket_lead_seconds;
 };
 
 /// Times `micro_steps` micro-batches (and as many updates and evaluation batches) of each phase of `r` after one
@@ -39,7 +48,54 @@ struct PhaseEstimate {
 /// (0-based) is done, so a long estimate can show its rows as they come. The shards of r.eval_dir are inspected
 /// for their sizes only. Throws bertrain::Error when the model config, an evaluation shard or the optimizer
 /// options are invalid, or micro_steps < 1.
+/// `allreduce_bucket_mb` sizes the gradient buckets as `pretrain --allreduce_bucket_mb` does; the timed
+/// micro-batches run with a GradientReducer armed (its copies into the buckets are part of their time, as in the
+/// last micro-batch of a data-parallel step) to see when each bucket becomes ready.
 std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_steps,
-                                           const std::function<void(size_t, const PhaseEstimate&)>& on_phase = {});
+                                           const std::function<void(size_t, const PhaseEstimate&)>& on_phase = {},
+                                           double allreduce_bucket_mb = 25);
+
+/// Seconds of a ring allreduce of `bytes` bytes over `ranks` ranks on links of `gbps` gigabits per second and
+/// `latency_us` microseconds per message: 2 (R - 1) / R x bytes x 8 / (gbps x 1e9) + 2 (R - 1) x latency (R - 1
+/// reduce-scatter and R - 1 allgather steps, each moving bytes / R over every link at once; Patarasuk and Yuan
+/// 2009; Thakur, Rabenseifner and Gropp 2005). 0 for one rank. Throws bertrain::Error on ranks < 1 or gbps <= 0.
+double ring_allreduce_seconds(double bytes, int ranks, double gbps, double latency_us);
+
+/// The machines of a data-parallel job, for project_cluster_step.
+struct ClusterOptions {
+  int ranks_per_node = 1;
+  /// Cores each rank computes with; compute time scales as threads timed / cores_per_rank. 0: as timed.
+  double cores_per_rank = 0;
+  double network_gbps = 10;       ///< between nodes: each node's link, each direction
+  double network_latency_us = 5;  ///< per message between nodes
+  /// Between the ranks of one node (shared memory), used when the whole job fits on one node.
+  double node_gbps = 80;
+  double node_latency_us = 1;
+  double price_per_hour = 0;      ///< per node
+};
+
+/// One phase's step on N ranks, as the model projects it. Seconds unless named otherwise.
+struct ClusterStep {
+  int ranks = 1;
+  int64_t nodes = 1;
+  bool feasible = true;            ///< false: train_batch_size is not a multiple of ranks (nothing else is set)
+  int64_t sequences_per_rank = 0;  ///< train_batch_size / ranks
+  double compute = 0;              ///< forward + backward of this rank's sequences
+  double allreduce = 0;            ///< first bucket's start to last bucket's end
+  double exposed = 0;              ///< the part after backward's end
+  double optimizer = 0;
+  double step = 0;                 ///< compute + exposed + optimizer
+  double efficiency = 1;           ///< step on 1 rank / (ranks x step): strong scaling at the same global batch
+  double wall_seconds = 0;         ///< num_train_steps steps and the evaluations (split over the ranks)
+  double cost = 0;                 ///< wall hours x nodes x price_per_hour
+};
+
+/// The model (docs/guides/cluster.md): each rank computes train_batch_size / N sequences at the timed seconds per
+/// sequence, scaled by threads / cores_per_rank; the buckets' ring allreduces run one after another, each
+/// starting when its gradients are ready (bucket_lead_seconds before backward's end, scaled like compute and by
+/// the last micro-batch's size) and the previous sum is done, over the network when the job spans several nodes
+/// (nodes = ceil(N / ranks_per_node)), else over shared memory; the step is compute + the part of the sums after
+/// backward + the optimizer. Throws bertrain::Error on ranks < 1 or invalid options.
+ClusterStep project_cluster_step(const PhaseEstimate& e, const ClusterOptions& c, int ranks);
 
 }  // namespace bertrain

@@ -45,6 +45,9 @@ struct StepProgress {
   double lr = 0, grad_norm = 0;
   double sequences_per_second = 0, tokens_per_second = 0;
   double data_wait_fraction = -1;                      ///< share of the step spent waiting for data (< 0: not shown)
+  /// Data parallel: share of the step in communication backward did not hide (< 0: not shown), the gradient sums'
+  /// wall time and the bytes each rank sent (train_step.h StepTimes).
+  double comm_exposed_fraction = -1, allreduce_seconds = 0, allreduce_bytes = 0;
   int64_t done = 0, total = 0;                         ///< steps done and planned in this run segment, for the ETA
   bool last = false;                                   ///< the segment's last step (ends the live line)
 };

@@ -11,6 +11,7 @@
 #include "bertrain/optim/optimizer.h"
 #include "bertrain/train/communicator.h"
 #include "bertrain/train/grad_reducer.h"
+#include "bertrain/train/step_logger.h"
 #include "bertrain/train/train_state.h"
 
 namespace bertrain {
@@ -24,6 +25,22 @@ struct TrainStepOptions {
   int64_t max_consecutive_skipped_steps = 0;
   /// Gradient bucket size for the sums over ranks (PyTorch DDP's bucket_cap_mb); > 0.
   double allreduce_bucket_mb = 25;
+  /// The gradients' dtype on the wire: DType::f32 (exact sums of f32 gradients) or DType::bf16 (half the bytes;
+  /// see GradientReducer). Recipe key `allreduce_dtype`.
+  DType allreduce_dtype = DType::f32;
+};
+
+/// Where one step's wall time went on this rank, in seconds (steady clock). compute + comm_exposed + optimizer
+/// is the time inside TrainStep::run; the caller's own work (reading data) comes on top.
+struct StepTimes {
+  double compute = 0;        ///< forward + backward of the micro-batches (with the bucket copies and sum starts in it)
+  /// Collectives after the last backward that backward did not hide: GradientReducer::Timing::exposed plus the
+  /// step's small blocking sums (losses, the stop signal). A rank waiting for a slower one waits here.
+  double comm_exposed = 0;
+  double optimizer = 0;      ///< norm, clipping, the update and zeroing the gradients
+  double allreduce = 0;      ///< GradientReducer::Timing::allreduce (0 with one rank)
+  int64_t allreduce_wire_bytes = 0;  ///< the gradient buckets' bytes (0 with one rank)
+  double allreduce_bytes = 0;        ///< allreduce_bytes_per_rank(allreduce_wire_bytes, ranks)
 };
 
 /// What one step did.
@@ -38,7 +55,16 @@ struct StepStats {
   /// state.partial_losses; save a checkpoint with them and exit.
   bool completed = true;
   int stop_signal = 0;     ///< SIGINT/SIGTERM seen on any rank during the step (0: none)
+  StepTimes times;
 };
+
+/// Adds a step's times to its metrics.jsonl record: step_seconds (the caller's wall time of the whole step),
+/// compute_seconds, optimizer_seconds, and with more than one rank allreduce_seconds, comm_exposed_seconds and
+/// allreduce_bytes (per rank, StepTimes::allreduce_bytes rounded). step_seconds - compute - comm_exposed -
+/// optimizer is what the caller did besides (reading and batching data: data_wait_seconds and more).
+void append_step_times(MetricsRecord& rec, const StepTimes& t, double step_seconds, int ranks);
+/// Fills StepProgress's communication part (shown with more than one rank).
+void set_progress_comm(StepProgress& p, const StepTimes& t, double step_seconds, int ranks);
 
 class TrainStep {
  public:
