@@ -5,7 +5,7 @@
 # last 100 steps (901-1000 by default) of the bf16 run is within 1% of the f32 run's, and prints both and the
 # bytes each rank sent per step (metrics.jsonl allreduce_bytes: half with bf16).
 # Usage: experiments/allreduce-bf16/run.sh [SHARD_DIR] [STEPS] [OUT_DIR]
-#   SHARD_DIR  HDF5 shards of length 128 (default out/gutenberg_data/train128, made by scripts/pretrain_bert_mini.sh)
+#   SHARD_DIR  HDF5 shards of length 128 (default out/gutenberg_data/train128, made by experiments/pretrain-bert-mini/pretrain_bert_mini.sh)
 #   STEPS      training steps (default 1000)           OUT_DIR  (default out/allreduce-bf16)
 # Environment: BIN (default build/bertrain), THREADS per rank (default 1), BATCH global batch (default 64),
 # MPIRUN_ARGS (default: one rank per core, bound). About 2 x STEPS x 3 s on a 2-core machine: run it on a quiet one.
@@ -19,7 +19,7 @@ threads=${THREADS:-1}
 batch=${BATCH:-64}
 read -r -a mpirun_args <<< "${MPIRUN_ARGS:---map-by core --bind-to core}"
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)
-[ -d "$shards" ] || { echo "no shards in $shards (scripts/pretrain_bert_mini.sh makes them)" >&2; exit 1; }
+[ -d "$shards" ] || { echo "no shards in $shards (experiments/pretrain-bert-mini/pretrain_bert_mini.sh makes them)" >&2; exit 1; }
 ((steps > 100)) || { echo "STEPS must be above 100 (the comparison takes the last 100)" >&2; exit 1; }
 export OMP_NUM_THREADS=$threads
 mkdir -p "$out"

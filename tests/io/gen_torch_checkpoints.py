@@ -2,7 +2,7 @@
 """gen_torch_checkpoints.py OUT_DIR SOURCE_DIR [--bertrain BIN] [--bert_mini DIR]: PyTorch checkpoints written by
 torch.save (Debian's python3-torch) and the files bertrain must make of them, for tests/io/torch_checkpoint_test.cpp
 and tests/io/torch_checkpoint_cli_test.sh. Nothing is committed: everything is written into OUT_DIR (the build
-directory) at test time. Needs neither transformers nor the safetensors package (scripts/torch_bert.py writes
+directory) at test time. Needs neither transformers nor the safetensors package (tests/reference/torch_bert.py writes
 safetensors bytes from the format's specification).
 
 OUT_DIR/
@@ -19,7 +19,7 @@ OUT_DIR/
                   is the original model.safetensors' tensors as safetensors lays them out
   classifier/     (with --bert_mini and --bertrain) BertForSequenceClassification from bert-mini-en with a seeded
                   head, saved by torch.save; data/test.tsv: 8 QNLI pairs; expected_labels.tsv: PyTorch's labels
-                  and probabilities (scripts/torch_bert.py's independent BERT)
+                  and probabilities (tests/reference/torch_bert.py's independent BERT)
   hostile/        pickles that call os.system, builtins.eval, subprocess.Popen (each creates hostile/MARKER_*
                   when unpickled by Python, which this script checks on copies that name another marker), forged
                   sizes, a truncated zip and zip bombs
