@@ -44,7 +44,7 @@ SRC = None  # the repository root, set in main()
 
 
 def torch_bert():
-    sys.path.insert(0, os.path.join(SRC, "scripts"))
+    sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
     import torch_bert as tb
     return tb
 

@@ -74,9 +74,11 @@ cmp "$gen/bert_mini/expected.safetensors" "$mini/model.safetensors" || fail "ber
 /usr/bin/python3 - "$gen/classifier/expected_labels.tsv" "$work/rc/test_results.tsv" <<'PY'
 import sys
 want = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
-got = [[float(x) for x in l.split("\t")] for l in open(sys.argv[2]).read().splitlines()]
-assert len(want) == len(got) == 8, (len(want), len(got))
+rows = open(sys.argv[2]).read().splitlines()
 labels = ["entailment", "not_entailment"]
+assert rows[0].split("\t") == labels, rows[0]  # the header names the labels in column order
+got = [[float(x) for x in l.split("\t")] for l in rows[1:]]
+assert len(want) == len(got) == 8, (len(want), len(got))
 for w, g in zip(want, got):
     lab = labels[max(range(2), key=lambda i: g[i])]
     assert lab == w[1], f"pair {w[0]}: bertrain says {lab} ({g}), PyTorch {w[1]} ({w[2:]})"
