@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 scripts/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+# ccache (installed by setup.sh) as scripts/test.sh uses it, so the quickstart and the tests share one cache.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > /dev/null
 cmake --build build
 t1=$(date +%s)
 
