@@ -4,7 +4,7 @@
 # reach 100% accuracy, and a tiny BertForSequenceClassification is finetuned for 20 steps on a GLUE-format task,
 # evaluated with the task's metric, with atomic checkpoints that load back, converted to a TF bundle and loaded back
 # from it (LevelDB), and a TF bundle with snappy-compressed index blocks is read; the task pipeline examples
-# (classify, tag, answer, embed) build, and embed runs.
+# (classify, tag, answer, embed) build and run against finetuned checkpoints (tests/tasks/pipeline_predict_test.sh).
 #   shared: installs BUILD_DIR (a shared build).
 #   static: configures and builds the libraries again with -DBERTRAIN_BUILD_SHARED=OFF (no tests, no tools) and
 #           installs that, so the package's find_dependency list is what links the consumer.
@@ -63,4 +63,6 @@ grep -q "accuracy 100%" <<<"$out"
 # on finetuned checkpoints against the training commands' own predictions.
 vec=$(echo "all work and no play" | "$tmp/build/embed" "$src/tests/fixtures/tf_checkpoints/keras_bert_tiny")
 [ "$(wc -w <<<"$vec")" = 4 ] || { echo "embed: expected 4 values, got '$vec'" >&2; exit 1; }
-for example in classify tag answer; do [ -x "$tmp/build/$example" ]; done
+# The other three need finetuned checkpoints: the pipeline test finetunes them with the build's bertrain and checks
+# these installed-package programs against the commands' own predictions (to 1e-6) and `bertrain predict`.
+"$src/tests/tasks/pipeline_predict_test.sh" "$build" "$src" "$tmp/build" "$tmp/pipeline_predict"

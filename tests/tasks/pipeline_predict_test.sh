@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pipeline_predict_test.sh BUILD_DIR SOURCE_DIR: checkpoints that describe themselves. From the tiny TF checkpoint
+# pipeline_predict_test.sh BUILD_DIR SOURCE_DIR [EXAMPLES_DIR WORK_DIR]: checkpoints that describe themselves. From the tiny TF checkpoint
 # (bert_config.json and vocab.txt beside the prefix, no casing or vocab flag), run-classifier, run-ner and run-squad
 # finetune for a few steps; each best/ directory then names its architecture, labels and length, and
 #  - the command's own --do_predict from best/ (no --vocab_file, --do_lower_case, --labels),
@@ -7,13 +7,14 @@
 #  - the example program of the task (tests/project/consumer/*.cpp, through the pipeline API)
 # give the same labels and probabilities (to 1e-6), entities, answers and, for extract-features, vectors. A flag
 # that contradicts the checkpoint is refused with one line, and a Hugging Face directory (tokenizer_config.json
-# with transformers' "no limit" length) gives the same defaults.
+# with transformers' "no limit" length) gives the same defaults. EXAMPLES_DIR (default BUILD_DIR/pipeline_examples)
+# holds the example programs: tests/project/consumer_test.sh passes those it built against the installed package.
 set -euo pipefail
 build=$1
 bin=$build/bertrain
-ex=$build/pipeline_examples
+ex=${3:-$build/pipeline_examples}
 ck=$2/tests/fixtures/tf_checkpoints/keras_bert_tiny
-work=$build/pipeline_predict_test
+work=${4:-$build/pipeline_predict_test}
 rm -rf "$work"
 mkdir -p "$work/cls"
 cd "$work"
