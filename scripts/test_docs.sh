@@ -68,8 +68,8 @@ make_scratch() {
   local s
   s=$(mktemp -d "${TMPDIR:-/tmp}/bertrain-docs.XXXXXX")
   # The repository root as seen by the blocks: every top-level entry but the build directories, read through
-  # symlinks; build/ is the build directory under test.
-  for e in "$repo"/* "$repo"/.ci; do
+  # symlinks (.deps/ too: ONNX Runtime for node); build/ is the build directory under test.
+  for e in "$repo"/* "$repo"/.ci "$repo"/.deps; do
     [ -e "$e" ] || continue
     case $(basename "$e") in build*|out) continue ;; esac
     ln -s "$e" "$s/$(basename "$e")"
