@@ -17,8 +17,8 @@ OUT_DIR/
                   (non-contiguous views): expected.safetensors equals golden's
   bert_mini/      (with --bert_mini) bert-mini-en as pytorch_model.bin, config.json, vocab.txt; expected.safetensors
                   is the original model.safetensors' tensors as safetensors lays them out
-  classifier/     (with --bert_mini and --bertrain) BertForSequenceClassification from bert-mini-en with a seeded
-                  head, saved by torch.save; data/test.tsv: 8 QNLI pairs; expected_labels.tsv: PyTorch's labels
+  classifier/     (with --bert_mini and --bertrain) BertForSequenceClassification from bert-mini-en, finetuned in
+                  PyTorch (18 Adam steps on 24 bundled QNLI training pairs), saved by torch.save; data/test.tsv: 8 of those pairs; expected_labels.tsv: PyTorch's labels
                   and probabilities (tests/reference/torch_bert.py's independent BERT)
   hostile/        pickles that call os.system, builtins.eval, subprocess.Popen (each creates hostile/MARKER_*
                   when unpickled by Python, which this script checks on copies that name another marker), forged
@@ -138,7 +138,7 @@ def write_bert_mini(tb, out, src_dir):
 
 
 def write_classifier(tb, out, src_dir, params, bertrain):
-    """BertForSequenceClassification(num_labels=2) from bert-mini-en with a seeded head, and PyTorch's labels."""
+    """BertForSequenceClassification(num_labels=2) from bert-mini-en, finetuned in PyTorch, and PyTorch's labels."""
     d = os.path.join(out, "classifier")
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     cfg = json.load(open(os.path.join(src_dir, "config.json")))
@@ -151,28 +151,51 @@ def write_classifier(tb, out, src_dir, params, bertrain):
                            input="\n".join(texts) + "\n", capture_output=True, text=True, check=True)
         return [[int(x) for x in line.split()] for line in p.stdout.splitlines()]
 
-    # The first 8 QNLI dev pairs that fit in 64 tokens (bertrain would truncate longer ones; the test uses 64).
-    dev = [l.rstrip("\n").split("\t") for l in open(os.path.join(SRC, "data/qnli/dev.tsv"), encoding="utf-8")][1:60]
-    q_all, s_all = ids([r[1] for r in dev]), ids([r[2] for r in dev])
-    picked = [(r, q, s) for r, q, s in zip(dev, q_all, s_all) if len(q) + len(s) + 3 <= 64][:8]
-    p64 = {k: v.double() for k, v in params.items()}
-    pooled = []
-    for r, q, s in picked:
+    # Pairs of the bundled QNLI training split that fit in 64 tokens (bertrain would truncate longer ones; the test
+    # uses 64). The model is finetuned on 24 of them; the test predicts the first 8, which the finetuned model tells
+    # apart (a model answering one label for everything would not tell a wrong load from a right one).
+    train = [l.rstrip("\n").split("\t") for l in open(os.path.join(SRC, "data/qnli/train.tsv"), encoding="utf-8")][1:80]
+    tq, ts = ids([r[1] for r in train]), ids([r[2] for r in train])
+    tpicked = [(r, q, s) for r, q, s in zip(train, tq, ts) if len(q) + len(s) + 3 <= 64][:24]
+    picked = tpicked[:8]
+
+    def pair(q, s):
         tokens = [cls_id] + q + [sep_id] + s + [sep_id]
         types = [0] * (len(q) + 2) + [1] * (len(s) + 1)
-        T = len(tokens)
-        o = tb.forward(cfg, p64, torch.tensor([tokens]), torch.tensor([types]), torch.ones(1, T),
-                       torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.long),
-                       torch.zeros(1, 1), torch.zeros(1, dtype=torch.long))
-        pooled.append(o["pooled_output"][0])
-    pooled = torch.stack(pooled)
-    # A seeded head, centred on these inputs so that both labels occur (a head always answering one label would
-    # not tell a wrong load from a right one).
+        return torch.tensor([tokens]), torch.tensor([types])
+
+    def pooled_of(p, q, s):
+        tokens, types = pair(q, s)
+        T = tokens.shape[1]
+        o = tb.forward(cfg, p, tokens, types, torch.ones(1, T), torch.zeros(1, 1, dtype=torch.long),
+                       torch.zeros(1, 1, dtype=torch.long), torch.zeros(1, 1), torch.zeros(1, dtype=torch.long))
+        return o["pooled_output"][0]
+
+    # A seeded head, centred on the pretrained model's outputs for these inputs so that both labels are likely.
+    p64 = {k: v.double() for k, v in params.items()}
+    pooled = torch.stack([pooled_of(p64, q, s) for _, q, s in picked])
     g = torch.Generator().manual_seed(20261205)
     head_w = (torch.randn(2, H, generator=g) * 0.5).float()
     diff = (pooled @ head_w.double().t())
     diff = diff[:, 1] - diff[:, 0]
     head_b = torch.tensor([float(diff.median()) / 2 + 1e-3, -float(diff.median()) / 2 - 1e-3]).float()
+    # Then finetuned in PyTorch, the whole model (f32, Adam, cross-entropy, no dropout, 3 epochs of batches of 4):
+    # the file is what a PyTorch user's finetuning saves.
+    p32 = {k: v.float().clone().requires_grad_(k.startswith("bert.")) for k, v in params.items()}
+    hw, hb = head_w.clone().requires_grad_(True), head_b.clone().requires_grad_(True)
+    opt = torch.optim.Adam([v for v in p32.values() if v.requires_grad] + [hw, hb], lr=1e-4)
+    for step in range(18):
+        opt.zero_grad()
+        batch = tpicked[4 * (step % 6):4 * (step % 6) + 4]
+        loss = sum(torch.nn.functional.cross_entropy((pooled_of(p32, q, s) @ hw.t() + hb)[None, :],
+                                                     torch.tensor([0 if r[3] == "entailment" else 1]))
+                   for r, q, s in batch) / len(batch)
+        loss.backward()
+        opt.step()
+    params = {k: v.detach() for k, v in p32.items()}
+    head_w, head_b = hw.detach(), hb.detach()
+    p64 = {k: v.double() for k, v in params.items()}
+    pooled = torch.stack([pooled_of(p64, q, s) for _, q, s in picked])
     logits = pooled @ head_w.double().t() + head_b.double()
     margin = (logits[:, 1] - logits[:, 0]).abs().min().item()
     assert margin > 1e-3, f"a pair lies {margin} from the decision boundary: pick another seed"

@@ -6,7 +6,7 @@
 #             (f32, f16, bf16, views) writes the model.safetensors the Python side wrote, byte for byte, and
 #             --output_format tf a checkpoint that converts back to the same file.
 #   bert_mini bert-mini-en saved by torch.save: convert gives the original model.safetensors back byte for byte;
-#             the seeded sequence classifier predicts PyTorch's labels (and probabilities within 1e-4) on QNLI
+#             the sequence classifier finetuned in PyTorch predicts PyTorch's labels (and probabilities within 1e-4) on QNLI
 #             pairs through run-classifier --init_checkpoint DIR.
 set -euo pipefail
 build=$1 src=$2 mode=$3
