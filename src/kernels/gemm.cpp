@@ -14,6 +14,9 @@
 #endif
 #include <Eigen/Core>
 #include <array>
+#include <cstdlib>
+#include <new>
+#include <unordered_map>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -34,8 +37,46 @@ using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, boo
 
 struct Prim {
   dnnl::matmul prim;
-  dnnl::memory::desc a, b, c, bias;
+  dnnl::memory::desc a, b, c, bias, scratchpad;
 };
+
+// Cached primitives are shared by every thread that calls gemm (the task pipelines run one model from several
+// threads at once). oneDNN's library-managed scratchpad is common to all primitives and only safe when each
+// primitive runs on the thread that created it, so every primitive is created with a user scratchpad and each
+// calling thread passes its own buffer (oneDNN's "user" scratchpad mode: thread-safe as long as no buffer is used by
+// two executions at once). The buffer grows to the largest scratchpad this thread has needed.
+dnnl::primitive_attr base_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void* thread_scratchpad(size_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  static thread_local Buffer buf;
+  if (bytes > buf.size) {
+    std::free(buf.p);
+    buf.size = (bytes + 63) / 64 * 64;
+    buf.p = std::aligned_alloc(64, buf.size);
+    if (!buf.p) {
+      buf.size = 0;
+      throw std::bad_alloc();
+    }
+  }
+  return buf.p;
+}
+
+// Runs p with its operands and this thread's scratchpad.
+void execute(const Prim& p, dnnl::stream& stream, std::unordered_map<int, dnnl::memory> args) {
+  const size_t bytes = p.scratchpad.get_size();
+  if (bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad, engine(), thread_scratchpad(bytes)));
+  p.prim.execute(stream, args);
+  stream.wait();
+}
 
 std::mutex g_mu;
 std::map<Key, Prim> g_cache;
@@ -72,7 +113,7 @@ Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DTyp
   p.a = md(s.batch, s.m, s.k, s.trans_a, odt);
   p.b = md(s.batch, s.k, s.n, s.trans_b, odt);
   p.c = md(s.batch, s.m, s.n, false);
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = base_attr();
   if (acc) {
     dnnl::post_ops po;
     po.append_sum(1.0f);
@@ -80,11 +121,13 @@ Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DTyp
   }
   if (has_bias) {
     p.bias = dnnl::memory::desc({1, 1, s.n}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.n, s.n, 1});
-    dnnl::matmul::desc d(p.a, p.b, p.bias, p.c);
-    p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.bias, p.c), attr, engine());
+    p.prim = dnnl::matmul(pd);
+    p.scratchpad = pd.scratchpad_desc();
   } else {
-    dnnl::matmul::desc d(p.a, p.b, p.c);
-    p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
+    p.prim = dnnl::matmul(pd);
+    p.scratchpad = pd.scratchpad_desc();
   }
   ++g_created;
   return g_cache.emplace(key, std::move(p)).first->second;
@@ -144,11 +187,10 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
   if (bias) {
     dnnl::memory biasm(p.bias, engine(), bias->raw_data());
-    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
+    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
   } else {
-    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   }
-  stream.wait();
 }
 
 namespace {
@@ -212,14 +254,15 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
       p.a = strided_md(b1, b2, m, k, sa, ab);
       p.b = strided_md(b1, b2, k, n, sb, ab);
       p.c = strided_md(b1, b2, m, n, sc);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = base_attr();
       if (accumulate) {
         dnnl::post_ops po;
         po.append_sum(1.0f);
         attr.set_post_ops(po);
       }
-      dnnl::matmul::desc d(p.a, p.b, p.c);
-      p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
+      p.prim = dnnl::matmul(pd);
+      p.scratchpad = pd.scratchpad_desc();
       ++g_created;
       it = g_strided_cache.emplace(key, std::move(p)).first;
     }
@@ -229,8 +272,7 @@ void gemm_strided(DType dt, int64_t b1, int64_t b2, int64_t m, int64_t n, int64_
   static thread_local dnnl::stream stream(engine());
   dnnl::memory am(pp->a, engine(), const_cast<void*>(a)), bm(pp->b, engine(), const_cast<void*>(b)),
       cm(pp->c, engine(), c);
-  pp->prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-  stream.wait();
+  execute(*pp, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
 }
 
 template <class T>

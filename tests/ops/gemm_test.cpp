@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "bertrain/core/rng.h"
@@ -78,4 +79,39 @@ TEST(GemmCache, StaysBoundedAndCorrectOverManyShapes) {
   EXPECT_EQ(kernels::gemm_primitives_created(), before + 1);
   run(100001);
   EXPECT_EQ(kernels::gemm_primitives_created(), before + 1);
+}
+
+// One cached primitive run from 4 threads at once gives, in every thread, the bits it gives alone. Shapes with a long
+// K and few rows are the ones oneDNN splits over K into a scratchpad; a scratchpad shared between threads mixes
+// their partial sums (what the task pipelines hit when one model served several threads).
+TEST(GemmCache, SamePrimitiveFromFourThreadsGivesTheSameBits) {
+  Rng g(11);
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{2, 4, 8192}, {8, 8, 4096}, {64, 64, 64}}) {
+    kernels::GemmShape s;
+    s.m = m, s.n = n, s.k = k;
+    std::vector<std::vector<float>> a(4), b(4);
+    std::vector<Tensor> alone;
+    for (size_t t = 0; t < 4; ++t) {
+      a[t].resize(static_cast<size_t>(m * k));
+      b[t].resize(static_cast<size_t>(k * n));
+      for (auto& x : a[t]) x = static_cast<float>(g.normal());
+      for (auto& x : b[t]) x = static_cast<float>(g.normal());
+      alone.push_back(Tensor::zeros({m, n}));
+      kernels::gemm(s, Tensor::from_data(a[t].data(), {m * k}), Tensor::from_data(b[t].data(), {k * n}), alone[t],
+                    false);
+    }
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < 200; ++r) {
+          Tensor c = Tensor::zeros({m, n});
+          kernels::gemm(s, Tensor::from_data(a[t].data(), {m * k}), Tensor::from_data(b[t].data(), {k * n}), c, false);
+          for (int64_t i = 0; i < c.numel(); ++i)
+            if (c.data<float>()[i] != alone[t].data<float>()[i]) ++mismatches[t];
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (size_t t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << m << "x" << n << "x" << k << " thread " << t;
+  }
 }
