@@ -226,6 +226,10 @@ std::string bert_config_to_google_json(const BertConfig& c) {
   // google-research/bert's layer norm epsilon is fixed at 1e-12 (modeling.py layer_norm); a different value is
   // information the file must keep even though that code would not read it.
   if (c.layer_norm_eps != 1e-12) j["layer_norm_eps"] = c.layer_norm_eps;
+  // What the checkpoint holds, in Hugging Face's keys, unless it is google's own pretraining model (the default
+  // when the key is absent), so that bertrain -> TF -> bertrain keeps a finetuned model self-describing.
+  if (!c.architecture.empty() && c.architecture != "BertForPreTraining") j["architectures"] = json::array({c.architecture});
+  if (!c.finetuning_task.empty()) j["finetuning_task"] = c.finetuning_task;
   // A classifier's label names (CASES.md C43) in Hugging Face's form, so that bertrain -> TF -> bertrain keeps
   // them; google-research/bert's BertConfig.from_dict stores unknown keys as attributes and ignores them.
   if (c.has_label_names()) {

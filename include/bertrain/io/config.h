@@ -45,8 +45,10 @@ std::string bert_config_to_json(const BertConfig& config);
 /// indent 2, trailing newline): its eleven keys (attention_probs_dropout_prob, hidden_act, hidden_dropout_prob,
 /// hidden_size, initializer_range, intermediate_size, max_position_embeddings, num_attention_heads,
 /// num_hidden_layers, type_vocab_size, vocab_size), layer_norm_eps only when it is not google's fixed 1e-12,
-/// id2label / label2id when the classifier's labels have names (google's code ignores them; bertrain reads them
-/// back), and the config's extra keys.
+/// "architectures" when BertConfig::architecture is set and is not "BertForPreTraining" (the model a google
+/// checkpoint holds when the key is absent), "finetuning_task" when set, id2label / label2id when the
+/// classifier's labels have names (google's BertConfig.from_dict keeps unknown keys as attributes and ignores
+/// them; bertrain reads them back), and the config's extra keys.
 std::string bert_config_to_google_json(const BertConfig& config);
 
 /// Writes bert_config_to_json(config) to `path` atomically. Throws bertrain::Error on an invalid config
