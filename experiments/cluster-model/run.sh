@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# run.sh: checks `bertrain estimate`'s cluster model against a real 2-rank run over a network link of known speed,
-# on one machine: rank 0 in this network namespace, rank 1 in a namespace the script creates, joined by a veth pair
-# on a private /30 subnet (traffic goes only between the two veth ends and loopback), the link's rate capped with a
-# token-bucket filter (tc tbf) on both ends, measured with iperf3; then OpenMPI over TCP on that subnet only trains
-# bert-mini for STEPS steps, and the mean step time after the warm-up is compared with
-# `estimate --ranks 2 --network_gbps <iperf3's rate> --network_latency_us <ping's half round trip>`.
-# Needs root (ip netns, tc), iperf3 (Debian), OpenMPI. Removes the namespace, the veth pair and the qdiscs on exit.
-# Usage: experiments/cluster-model/run.sh [RATE_MBIT] [STEPS] [OUT_DIR]
-#   RATE_MBIT  tbf rate, Mbit/s (default 1000)   STEPS  training steps, the first 3 not counted (default 13)
-#   OUT_DIR    (default out/cluster-model)
+# run.sh: checks `bertrain estimate`'s cluster model against a real 2-rank run on one machine, over one of three
+# links (LINK):
+#   veth  (default) rank 0 in this network namespace, rank 1 in a namespace the script creates, joined by a veth pair
+#         on a private /30 subnet (traffic goes only between the two veth ends and loopback), each direction capped
+#         at RATE_MBIT with a token-bucket filter (tc tbf; 0 = no cap); OpenMPI over TCP on that subnet only.
+#   tcp   both ranks here, OpenMPI over TCP on loopback (--mca btl tcp,self, btl_tcp_if_include lo).
+#   shm   both ranks here, OpenMPI's shared-memory transport (--mca btl vader,self).
+# The link is measured (iperf3 and ping; for shm the estimate's node link, --node_gbps 80, is used), bert-mini (or
+# CONFIG) trains STEPS steps, and the mean step time after the warm-up is compared with
+# `estimate --ranks 2 --network_gbps <iperf3's rate> --network_latency_us <ping's half round trip>`. The estimate's
+# compute is timed with every core busy, as the two ranks keep them: two estimates run at once, one per core, and
+# the first one's table is used (on a machine whose cores slow each other down, an idle neighbour would make
+# the compute look faster than it is in the run).
+# veth needs root (ip netns, tc), iperf3 (Debian), OpenMPI. Removes the namespace, the veth pair and the qdiscs on exit.
+# Usage: [LINK=veth|tcp|shm] experiments/cluster-model/run.sh [RATE_MBIT] [STEPS] [OUT_DIR]
+#   RATE_MBIT  veth: tbf rate, Mbit/s, 0 = uncapped (default 1000)
+#   STEPS      training steps, the first 3 not counted (default 13)   OUT_DIR (default out/cluster-model)
 # Environment: BIN (default build/bertrain), CONFIG model config (default configs/model/bert-mini.json), BATCH
 # global batch (default 32), THREADS per rank (default 1), SUBNET the /30's first three octets (default: the first
 # 10.231.N not used here), SHARDS (default: 128-token shards made from
@@ -16,6 +23,7 @@
 # A smoke run: experiments/cluster-model/run.sh 1000 5. Careful measurements need a quiet machine with a core per rank.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+link=${LINK:-veth}
 rate=${1:-1000}
 steps=${2:-13}
 out=${3:-out/cluster-model}
@@ -25,61 +33,85 @@ batch=${BATCH:-32}
 threads=${THREADS:-1}
 warmup=3
 vocab=data/vocab/bert-base-uncased-vocab.txt
-[ "$(id -u)" -eq 0 ] || { echo "run as root (ip netns, tc)" >&2; exit 1; }
+case "$link" in veth | tcp | shm) ;; *) echo "LINK must be veth, tcp or shm, got '$link'" >&2; exit 1 ;; esac
+[ "$link" != veth ] || [ "$(id -u)" -eq 0 ] || { echo "run as root (ip netns, tc)" >&2; exit 1; }
 for t in ip tc iperf3 mpirun ping; do command -v "$t" > /dev/null || { echo "$t is not installed" >&2; exit 1; }; done
 ((steps > warmup)) || { echo "STEPS must be above $warmup" >&2; exit 1; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 
-# A private /30 not in use here: 10.231.N.0/30 for the first N that no address or route of this machine mentions
-# (its connected route is more specific than any wider private route, so the traffic stays on the veth pair).
-if [ -z "${SUBNET:-}" ]; then
-  used=$(ip -o addr; ip -o route; ip -o -6 route 2> /dev/null || true)
-  for n in $(seq 17 250); do
-    if ! grep -q "10\.231\.$n\." <<< "$used"; then SUBNET=10.231.$n; break; fi
-  done
-fi
-[ -n "${SUBNET:-}" ] || { echo "no free 10.231.x.0/30 here; set SUBNET" >&2; exit 1; }
-a=$SUBNET.1
-b=$SUBNET.2
-cidr=$SUBNET.0/30
-ns=bertrain-cm-$$
-va=btcm$$a
-vb=btcm$$b
+# The link as measured: iperf3 (server at $2, in namespace $1 when not empty) and ping's round trip.
+measure_link() {
+  local in_ns=() server=$2 client=$3 dev=$4
+  [ -z "$1" ] || in_ns=(ip netns exec "$1")
+  "${in_ns[@]}" iperf3 -s -B "$server" -1 > "$out/iperf3-server.log" 2>&1 &
+  pids+=($!)
+  sleep 0.5
+  iperf3 -c "$server" -B "$client" -t 3 -J > "$out/iperf3.json"
+  gbps=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9)' "$out/iperf3.json")
+  rtt_ms=$(ping -c 5 -i 0.2 -q -I "$dev" "$server" | awk -F/ '/^rtt/ { print $5 }')
+  lat_us=$(/usr/bin/python3 -c "print(float('$rtt_ms') * 1000 / 2)")
+  echo "iperf3: $gbps Gb/s; ping: $rtt_ms ms round trip, so $lat_us us one way"
+}
+
 pids=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-  ip link del "$va" 2> /dev/null || true  # deletes both ends and their qdiscs
-  ip netns del "$ns" 2> /dev/null || true
+  if [ -n "${va:-}" ]; then
+    ip link del "$va" 2> /dev/null || true  # deletes both ends and their qdiscs
+    ip netns del "$ns" 2> /dev/null || true
+  fi
 }
 trap cleanup EXIT
 
-ip netns add "$ns"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$vb" netns "$ns"
-ip addr add "$a/30" dev "$va"
-ip link set "$va" up
-ip -n "$ns" addr add "$b/30" dev "$vb"
-ip -n "$ns" link set "$vb" up
-ip -n "$ns" link set lo up
-# Token-bucket filter on both egresses: RATE_MBIT each direction, a burst of 1 ms at that rate (at least 64 KB,
-# which the kernel's timer resolution needs), 50 ms of queue.
-burst=$((rate * 1000 / 8 > 65536 ? rate * 1000 / 8 : 65536))
-tc qdisc add dev "$va" root tbf rate "${rate}mbit" burst "$burst" latency 50ms
-ip netns exec "$ns" tc qdisc add dev "$vb" root tbf rate "${rate}mbit" burst "$burst" latency 50ms
-echo "link: $a (this namespace, $va) <-> $b (namespace $ns, $vb), tbf ${rate} Mbit/s each way"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [ "$link" = veth ]; then
+  # A private /30 not in use here: 10.231.N.0/30 for the first N that no address or route of this machine mentions
+  # (its connected route is more specific than any wider private route, so the traffic stays on the veth pair).
+  if [ -z "${SUBNET:-}" ]; then
+    used=$(ip -o addr; ip -o route; ip -o -6 route 2> /dev/null || true)
+    for n in $(seq 17 250); do
+      if ! grep -q "10\.231\.$n\." <<< "$used"; then SUBNET=10.231.$n; break; fi
+    done
+  fi
+  [ -n "${SUBNET:-}" ] || { echo "no free 10.231.x.0/30 here; set SUBNET" >&2; exit 1; }
+  a=$SUBNET.1
+  b=$SUBNET.2
+  cidr=$SUBNET.0/30
+  ns=bertrain-cm-$$
+  va=btcm$$a
+  vb=btcm$$b
 
-# The link as measured: iperf3 (server in the namespace) and ping's round trip.
-ip netns exec "$ns" iperf3 -s -B "$b" -1 > "$out/iperf3-server.log" 2>&1 &
-pids+=($!)
-sleep 0.5
-iperf3 -c "$b" -B "$a" -t 3 -J > "$out/iperf3.json"
-gbps=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9)' "$out/iperf3.json")
-rtt_ms=$(ping -c 5 -i 0.2 -q -I "$va" "$b" | awk -F/ '/^rtt/ { print $5 }')
-lat_us=$(/usr/bin/python3 -c "print(float('$rtt_ms') * 1000 / 2)")
-echo "iperf3: $gbps Gb/s; ping: $rtt_ms ms round trip, so $lat_us us one way"
+  ip netns add "$ns"
+  ip link add "$va" type veth peer name "$vb"
+  ip link set "$vb" netns "$ns"
+  ip addr add "$a/30" dev "$va"
+  ip link set "$va" up
+  ip -n "$ns" addr add "$b/30" dev "$vb"
+  ip -n "$ns" link set "$vb" up
+  ip -n "$ns" link set lo up
+  # Token-bucket filter on both egresses: RATE_MBIT each direction, a burst of 1 ms at that rate (at least 64 KB,
+  # which the kernel's timer resolution needs), 50 ms of queue.
+  if ((rate > 0)); then
+    burst=$((rate * 1000 / 8 > 65536 ? rate * 1000 / 8 : 65536))
+    tc qdisc add dev "$va" root tbf rate "${rate}mbit" burst "$burst" latency 50ms
+    ip netns exec "$ns" tc qdisc add dev "$vb" root tbf rate "${rate}mbit" burst "$burst" latency 50ms
+    cap="tbf ${rate} Mbit/s each way"
+  else
+    cap="uncapped"
+  fi
+  echo "link: $a (this namespace, $va) <-> $b (namespace $ns, $vb), $cap"
+
+  measure_link "$ns" "$b" "$a" "$va"
+elif [ "$link" = tcp ]; then
+  cidr=127.0.0.0/8
+  echo "link: TCP on loopback"
+  measure_link "" 127.0.0.1 127.0.0.1 lo
+else
+  echo "link: shared memory (the estimate takes its node link: --node_gbps 80 --node_latency_us 1)"
+fi
 
 # Shards (128 tokens) from the bundled sample text, unless given.
 shards=${SHARDS:-$out/data}
@@ -96,18 +128,26 @@ cat > "$recipe" <<JSON
              "train_batch_size": $batch, "learning_rate": 1e-3, "num_warmup_steps": 1, "num_train_steps": $steps}]}
 JSON
 
-# 2 ranks, rank 1 inside the namespace; OpenMPI's TCP transport on the veth subnet only, and PMIx (the launcher's
-# connection to the rank in the namespace) over TCP on it too.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$cidr
+# 2 ranks. veth: rank 1 inside the namespace; OpenMPI's TCP transport on the veth subnet only, and PMIx (the
+# launcher's connection to the rank in the namespace) over TCP on it too.
 export OMP_NUM_THREADS=$threads
 rm -rf "$out/run"
-mpi=(mpirun --bind-to none --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include "$cidr"
-     --mca oob_tcp_if_include "$cidr" -x OMP_NUM_THREADS -x PMIX_MCA_ptl_tcp_remote_connections
-     -x PMIX_MCA_ptl_tcp_if_include)
 train=(--num_threads "$threads" --log_level info pretrain --no_progress --config "$recipe")
-"${mpi[@]}" -np 1 "$bin" "${train[@]}" : -np 1 ip netns exec "$ns" "$bin" "${train[@]}" 2>&1 | tee "$out/train.log" |
-  grep -E "data parallel|step [0-9]+/" | tail -n 3
+case "$link" in
+  veth)
+    export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$cidr
+    mpi=(mpirun --bind-to none --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include "$cidr"
+         --mca oob_tcp_if_include "$cidr" -x OMP_NUM_THREADS -x PMIX_MCA_ptl_tcp_remote_connections
+         -x PMIX_MCA_ptl_tcp_if_include)
+    ranks=(-np 1 taskset -c 0 "$bin" "${train[@]}" : -np 1 ip netns exec "$ns" taskset -c 1 "$bin" "${train[@]}") ;;
+  tcp)
+    mpi=(mpirun --map-by core --bind-to core --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS)
+    ranks=(-np 2 "$bin" "${train[@]}") ;;
+  shm)
+    mpi=(mpirun --map-by core --bind-to core --mca btl vader,self -x OMP_NUM_THREADS)
+    ranks=(-np 2 "$bin" "${train[@]}") ;;
+esac
+"${mpi[@]}" "${ranks[@]}" 2>&1 | tee "$out/train.log" | grep -E "data parallel|step [0-9]+/" | tail -n 3
 measured=$(/usr/bin/python3 - "$out/run/metrics.jsonl" "$warmup" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' not in l]
@@ -119,13 +159,27 @@ PY
 )
 read -r m_step m_compute m_allreduce m_exposed m_bytes <<< "$measured"
 
-# The model, timed on this machine with the threads one rank has.
-"$bin" --num_threads "$threads" --log_level warn estimate --config "$recipe" --micro_steps 3 --ranks 2 \
-  --ranks_per_node 1 --network_gbps "$gbps" --network_latency_us "$lat_us" > "$out/estimate.txt"
+# The model, timed on this machine with the threads one rank has and every core busy: one estimate per core at
+# once, each bound to its own core; the first one's table is used.
+if [ "$link" = shm ]; then
+  cluster=(--ranks 2 --ranks_per_node 2)
+  link_note="shared memory, estimate's node link 80 Gb/s, 1 us"
+else
+  cluster=(--ranks 2 --ranks_per_node 1 --network_gbps "$gbps" --network_latency_us "$lat_us")
+  link_note="$link${cap:+ ($cap)}, iperf3 $gbps Gb/s, one-way latency $lat_us us"
+fi
+est_pids=()
+for ((c = 0; c < $(nproc); ++c)); do
+  taskset -c "$c" "$bin" --num_threads "$threads" --log_level warn estimate --config "$recipe" --micro_steps 3 \
+    "${cluster[@]}" > "$out/estimate.$c.txt" &
+  est_pids+=($!)
+done
+for p in "${est_pids[@]}"; do wait "$p"; done
+cp "$out/estimate.0.txt" "$out/estimate.txt"
 row=$(awk '/^phase 1: global batch/ { p = 1 } p && $1 == 2 { print; exit }' "$out/estimate.txt")
 read -r _ _ _ e_compute e_allreduce e_exposed e_step _ <<< "$row"
 {
-  echo "link: tbf $rate Mbit/s, iperf3 $gbps Gb/s, one-way latency $lat_us us ($(date -u +%F), git $(git rev-parse --short HEAD))"
+  echo "link: $link_note; $(basename "$config"), global batch $batch, $threads thread(s) per rank ($(date -u +%F), git $(git rev-parse --short HEAD))"
   echo "                 measured   estimate"
   printf "step s          %9.4f  %9.4f\n" "$m_step" "$e_step"
   printf "compute s       %9.4f  %9.4f\n" "$m_compute" "$e_compute"
