@@ -133,18 +133,23 @@ JSON
 export OMP_NUM_THREADS=$threads
 rm -rf "$out/run"
 train=(--num_threads "$threads" --log_level info pretrain --no_progress --config "$recipe")
+# The ring for every gradient sum, as the estimate models it: OpenMPI's non-blocking allreduce otherwise takes a
+# binomial reduce then a broadcast, which with 2 ranks sends the bucket one way and then back, twice the ring's time.
+export OMPI_MCA_coll_libnbc_iallreduce_algorithm=1
 case "$link" in
   veth)
     export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$cidr
     mpi=(mpirun --bind-to none --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include "$cidr"
          --mca oob_tcp_if_include "$cidr" -x OMP_NUM_THREADS -x PMIX_MCA_ptl_tcp_remote_connections
-         -x PMIX_MCA_ptl_tcp_if_include)
+         -x PMIX_MCA_ptl_tcp_if_include -x OMPI_MCA_coll_libnbc_iallreduce_algorithm)
     ranks=(-np 1 taskset -c 0 "$bin" "${train[@]}" : -np 1 ip netns exec "$ns" taskset -c 1 "$bin" "${train[@]}") ;;
   tcp)
-    mpi=(mpirun --map-by core --bind-to core --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS)
+    mpi=(mpirun --map-by core --bind-to core --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS
+         -x OMPI_MCA_coll_libnbc_iallreduce_algorithm)
     ranks=(-np 2 "$bin" "${train[@]}") ;;
   shm)
-    mpi=(mpirun --map-by core --bind-to core --mca btl vader,self -x OMP_NUM_THREADS)
+    mpi=(mpirun --map-by core --bind-to core --mca btl vader,self -x OMP_NUM_THREADS
+         -x OMPI_MCA_coll_libnbc_iallreduce_algorithm)
     ranks=(-np 2 "$bin" "${train[@]}") ;;
 esac
 "${mpi[@]}" "${ranks[@]}" 2>&1 | tee "$out/train.log" | grep -E "data parallel|step [0-9]+/" | tail -n 3
@@ -169,7 +174,7 @@ else
   link_note="$link${cap:+ ($cap)}, iperf3 $gbps Gb/s, one-way latency $lat_us us"
 fi
 est_pids=()
-for ((c = 0; c < $(nproc); ++c)); do
+for ((c = 0; c < $(nproc --all); ++c)); do  # --all: nproc alone obeys OMP_NUM_THREADS
   taskset -c "$c" "$bin" --num_threads "$threads" --log_level warn estimate --config "$recipe" --micro_steps 3 \
     "${cluster[@]}" > "$out/estimate.$c.txt" &
   est_pids+=($!)
