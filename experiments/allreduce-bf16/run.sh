@@ -8,6 +8,7 @@
 #   SHARD_DIR  HDF5 shards of length 128 (default out/gutenberg_data/train128, made by experiments/pretrain-bert-mini/pretrain_bert_mini.sh)
 #   STEPS      training steps (default 1000)           OUT_DIR  (default out/allreduce-bf16)
 # Environment: BIN (default build/bertrain), THREADS per rank (default 1), BATCH global batch (default 64),
+# SAVE_STEPS (checkpoint interval, default 100: an interrupted run goes on with the same command, bit for bit),
 # MPIRUN_ARGS (default: one rank per core, bound). About 2 x STEPS x 3 s on a 2-core machine: run it on a quiet one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +18,7 @@ out=${3:-out/allreduce-bf16}
 bin=${BIN:-build/bertrain}
 threads=${THREADS:-1}
 batch=${BATCH:-64}
+save=${SAVE_STEPS:-100}
 read -r -a mpirun_args <<< "${MPIRUN_ARGS:---map-by core --bind-to core}"
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)
 [ -d "$shards" ] || { echo "no shards in $shards (experiments/pretrain-bert-mini/pretrain_bert_mini.sh makes them)" >&2; exit 1; }
@@ -29,7 +31,7 @@ for dt in f32 bf16; do
     --no_progress --bert_config_file=configs/model/bert-mini.json --vocab_file=data/vocab/bert-base-uncased-vocab.txt \
     --input_file="$shards" --max_seq_length=128 --max_predictions_per_seq=20 --optimizer.name=lamb \
     --learning_rate=2e-3 --warmup_proportion=0.1 --decay=poly --decay_power=0.5 --train_batch_size="$batch" \
-    --num_train_steps="$steps" --save_checkpoints_steps="$steps" --seed=12345 --allreduce_dtype="$dt" \
+    --num_train_steps="$steps" --save_checkpoints_steps="$save" --save_total_limit=2 --seed=12345 --allreduce_dtype="$dt" \
     --output_dir="$out/$dt" --resume
 done
 /usr/bin/python3 - "$out/f32/metrics.jsonl" "$out/bf16/metrics.jsonl" "$steps" <<'PY'

@@ -93,7 +93,9 @@ ClusterStep project_step_alone(const PhaseEstimate& e, const ClusterOptions& c, 
   }
   if (ranks > 1 && !e.bucket_bytes.empty()) {
     s.allreduce = end - first_start;
-    s.exposed = std::max(0.0, end);
+    // The sums' tail after backward, and the copies that follow backward on every step: the last buckets into
+    // their buffers, every sum back into the gradients (one thread's memcpy: not scaled with the cores).
+    s.exposed = std::max(0.0, end) + e.seconds_after_backward;
   }
   s.optimizer = e.seconds_optimizer * scale;
   s.step = s.compute + s.exposed + s.optimizer;
@@ -164,20 +166,23 @@ std::vector<PhaseEstimate> estimate_recipe(const PretrainRecipe& r, int micro_st
     reducer.arm();
     model.forward(in, tg).loss.backward();
     reducer.finish();
-    std::vector<double> times;
+    std::vector<double> times, after;
     std::vector<std::vector<double>> leads(static_cast<size_t>(reducer.num_buckets()));
     for (int k = 0; k < micro_steps; ++k) {
       reducer.arm();
       const auto t0 = std::chrono::steady_clock::now();
       model.forward(in, tg).loss.backward();
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      const auto t1 = std::chrono::steady_clock::now();
+      times.push_back(std::chrono::duration<double>(t1 - t0).count());
       reducer.finish();
+      after.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
       const GradientReducer::Timing& t = reducer.timing();
       for (size_t b = 0; b < leads.size(); ++b) leads[b].push_back(t.backward_end - t.bucket_ready[b]);
     }
     e.seconds_per_micro_batch = median(times);
     e.bucket_bytes = reducer.bucket_wire_bytes();
     for (auto& l : leads) e.bucket_lead_seconds.push_back(std::max(0.0, median(l)));
+    e.seconds_after_backward = median(after);
     e.threads = num_threads();
     e.num_train_steps = p.schedule.num_train_steps;
     // The update as the trainer does it: global-norm clipping, then the optimizer. The first update allocates

@@ -108,6 +108,13 @@ TEST(ClusterModel, SlowNetworkQueuesTheBucketsAndCoresScaleCompute) {
   EXPECT_NEAR(s.exposed, 0.65004, 1e-12);
   EXPECT_NEAR(s.allreduce, 0.25 + 0.65004, 1e-12);
   EXPECT_NEAR(s.step, 6.4 + 0.65004 + 0.1, 1e-12);
+  // The reducer's copies after backward add to the exposed time as timed (one thread's memcpy: not scaled).
+  PhaseEstimate e = worked_phase();
+  e.seconds_after_backward = 0.03;
+  const ClusterStep t = project_cluster_step(e, c, 2);
+  EXPECT_NEAR(t.exposed, 0.65004 + 0.03, 1e-12);
+  EXPECT_NEAR(t.step, 6.4 + 0.65004 + 0.03 + 0.1, 1e-12);
+  EXPECT_EQ(project_cluster_step(e, c, 1).exposed, 0.0);
 }
 
 TEST(ClusterModel, OneNodeUsesSharedMemorySmallShareShrinksTheLastMicroBatch) {

@@ -3,6 +3,7 @@
 // this interface (src/train/communicator_mpi.cpp, built only with -DBERTRAIN_WITH_MPI=ON).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,7 +15,8 @@ namespace bertrain {
 enum class ReduceOp { sum, max };
 
 /// A group of ranks that run the same program on different data. Every collective must be called by every
-/// rank, in the same order (MPI's rule). All calls come from one thread (the trainer's).
+/// rank, in the same order (MPI's rule). All calls come from one thread (the trainer's); the MPI communicator
+/// may advance the started sums from a thread of its own.
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -42,6 +44,9 @@ class Communicator {
   /// True when no started sum is in flight any more, as the last progress() or wait_all() saw it (no
   /// communication). Communicators whose sums complete at once keep the default.
   virtual bool sums_complete() const { return true; }
+  /// When the started sums last all completed, if a background progress thread saw it (steady_clock); the
+  /// epoch (time_point{}) when unknown or still in flight.
+  virtual std::chrono::steady_clock::time_point sums_completed_at() const { return {}; }
   /// Blocks until every started sum is complete. Throws as allreduce.
   virtual void wait_all() = 0;
 
@@ -57,9 +62,10 @@ std::shared_ptr<Communicator> make_single_process_communicator();
 bool built_with_mpi();
 
 /// Sets up the job's processes once per program, from main(): when launched by mpirun (OpenMPI sets
-/// OMPI_COMM_WORLD_SIZE; PMI_SIZE or PMIX_RANK for other launchers), MPI_Init_thread(MPI_THREAD_FUNNELED)
-/// and MPI_COMM_WORLD; otherwise a single process, and MPI is never touched (no MPI_Init: `bertrain` run
-/// alone starts no ORTE daemon). Collectives give up with an error after BERTRAIN_COLLECTIVE_TIMEOUT seconds
+/// OMPI_COMM_WORLD_SIZE; PMI_SIZE or PMIX_RANK for other launchers), MPI_Init_thread(MPI_THREAD_SERIALIZED)
+/// and MPI_COMM_WORLD, whose gradient sums a progress thread advances while backward computes
+/// (BERTRAIN_PROGRESS_THREAD=0 turns it off; so does an MPI with FUNNELED only); otherwise a single process,
+/// and MPI is never touched (no MPI_Init: `bertrain` run alone starts no ORTE daemon). Collectives give up with an error after BERTRAIN_COLLECTIVE_TIMEOUT seconds
 /// (environment variable; default 1800, 0 = wait for ever). Throws bertrain::Error when launched by mpirun
 /// with more than one rank but built without MPI, or when MPI_Init_thread fails.
 std::shared_ptr<Communicator> init_world(int* argc, char*** argv);

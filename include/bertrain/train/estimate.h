@@ -41,6 +41,9 @@ struct PhaseEstimate {
   /// (the median over the timed micro-batches): how long its sum can hide behind backward.
   std::vector<int64_t> bucket_bytes;
   std::vector<double> bucket_lead_seconds;
+  /// The reducer's single-threaded copies after backward's end (the buckets not yet started copied in, every sum
+  /// copied back into the gradients; median): exposed on every step of more than one rank, whatever the link.
+  double seconds_after_backward = 0;
 };
 
 /// Times `micro_steps` micro-batches (and as many updates and evaluation batches) of each phase of `r` after one
@@ -95,7 +98,8 @@ struct ClusterStep {
 /// starting when its gradients are ready (bucket_lead_seconds before backward's end, scaled like compute and by
 /// the last micro-batch's size) and the previous sum is done, over the network when the job spans several nodes
 /// (nodes = ceil(N / ranks_per_node)), else over shared memory; the step is compute + the part of the sums after
-/// backward + the optimizer. Throws bertrain::Error on ranks < 1 or invalid options.
+/// backward + the reducer's copies after backward (seconds_after_backward, not scaled: one thread's memory
+/// copies) + the optimizer. Throws bertrain::Error on ranks < 1 or invalid options.
 ClusterStep project_cluster_step(const PhaseEstimate& e, const ClusterOptions& c, int ranks);
 
 }  // namespace bertrain

@@ -57,8 +57,9 @@ class GradientReducer {
 
   /// What the last arm() .. finish() took, in seconds of wall time (steady clock), on this rank.
   struct Timing {
-    /// From the first bucket's start to the completion of the last sum, as this rank saw it: an MPI test in a
-    /// grad-ready hook during backward, or the wait in finish() (the wait polls every 200 us at most).
+    /// From the first bucket's start to the completion of the last sum, as this rank saw it: when the
+    /// communicator's progress thread found them done (Communicator::sums_completed_at), else an MPI test in a
+    /// grad-ready hook during backward or the wait in finish() (the wait polls every 200 us at most).
     double allreduce = 0;
     /// finish() from its call (backward is over) to its return: the buckets started late, the wait for the sums
     /// not complete yet, and the copy back into the gradients; the communication backward did not hide.
