@@ -15,6 +15,7 @@
 #                 losses within 1% of the f32 exchange's
 #   unequal_shards  CASES.md C41: shards of 10, 7 and 4 samples, 2 ranks x micro-batch 2, 2 epochs: 5 steps per
 #                 epoch on both ranks, the job ends, the same samples and weights as 1 rank
+# BERTRAIN_PROGRESS_THREAD is passed on to the ranks (mpi_*_progress_thread run some cases with it set to 1).
 # Runs as root in CI: --allow-run-as-root; --oversubscribe and --bind-to none for small machines; shared memory
 # (vader) without the CMA single-copy path, which containers usually forbid.
 set -euo pipefail
@@ -88,6 +89,12 @@ case "$case_name" in
     "${mpi[@]}" "$bin" --log_level debug "${common[@]}" --output_dir="$work/two" "${flags[@]}" \
       --allreduce_bucket_mb=0.05 > "$work/two.log" 2>&1 || { cat "$work/two.log"; exit 1; }
     grep "gradient buckets started during backward" "$work/two.log" | tail -n 1
+    # BERTRAIN_PROGRESS_THREAD=1 (mpi_equivalence_progress_thread): the sums advanced by the communicator's thread.
+    if [ "${BERTRAIN_PROGRESS_THREAD:-}" = 1 ]; then
+      grep -q "2 ranks, progress thread" "$work/two.log" || { echo "no progress thread in the start-up line" >&2; exit 1; }
+    else
+      ! grep -q "progress thread" "$work/two.log" || { echo "a progress thread without BERTRAIN_PROGRESS_THREAD=1" >&2; exit 1; }
+    fi
     # From step 2 on (unused parameters learned) every bucket but the embeddings' starts during backward.
     grep -q "step 6: \([2-9]\|[1-9][0-9]\) of [0-9]* gradient buckets started during backward" "$work/two.log"
     grep -q '"world_size": 2' "$work/two/checkpoint-6/trainer_state.json"

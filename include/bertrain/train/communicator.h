@@ -63,8 +63,8 @@ bool built_with_mpi();
 
 /// Sets up the job's processes once per program, from main(): when launched by mpirun (OpenMPI sets
 /// OMPI_COMM_WORLD_SIZE; PMI_SIZE or PMIX_RANK for other launchers), MPI_Init_thread(MPI_THREAD_SERIALIZED)
-/// and MPI_COMM_WORLD, whose gradient sums a progress thread advances while backward computes
-/// (BERTRAIN_PROGRESS_THREAD=0 turns it off; so does an MPI with FUNNELED only); otherwise a single process,
+/// and MPI_COMM_WORLD; with BERTRAIN_PROGRESS_THREAD=1 (and an MPI that gives SERIALIZED), a progress thread
+/// advances the gradient sums while backward computes, else the gradient hooks do; otherwise a single process,
 /// and MPI is never touched (no MPI_Init: `bertrain` run alone starts no ORTE daemon). Collectives give up with an error after BERTRAIN_COLLECTIVE_TIMEOUT seconds
 /// (environment variable; default 1800, 0 = wait for ever). Throws bertrain::Error when launched by mpirun
 /// with more than one rank but built without MPI, or when MPI_Init_thread fails.
