@@ -429,6 +429,33 @@ TEST(OnnxExport, BertMiniEn) {
                      {make_batch({20, 9}, 30522, 14)});
 }
 
+// PyTorch's own export of the same weights (tools/bench/scripts/torch_onnx_export.py, the contender of `bench
+// predict`): the same encoder at every real position, so that the benchmark compares the same computation.
+TEST(OnnxExport, TorchExportOfBertMiniEnComputesTheSame) {
+  SKIP_WITHOUT_ORT();
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "skipped: python3-torch is not installed";
+  const std::string ckpt = kSource + "/data/checkpoints/bert-mini-en";
+  const fs::path dir = tmp() / "torch_export";
+  fs::create_directories(dir);
+  const fs::path model = dir / "torch.onnx";
+  const int rc = run("/usr/bin/python3 '" + kSource + "/tools/bench/scripts/torch_onnx_export.py' '" + ckpt + "' '" +
+                         model.string() + "'",
+                     dir / "export.log");
+  ASSERT_EQ(rc, 0) << test::read_file((dir / "export.log").string());
+  const std::vector<Batch> batches{make_batch({128, 77, 5}, 30522, 31), make_batch({1}, 30522, 32)};
+  const auto ort = run_ort(model, batches, dir / "ort");
+  const Reference ref(OnnxTask::encoder, ckpt);
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const Outputs want = ref.outputs(batches[k], Unpad::never);
+    ASSERT_EQ(ort[k].size(), 2u);
+    for (const char* name : {"last_hidden_state", "pooler_output"})
+      compare("torch_export bert_mini_en", name, ort[k].at(name), want.at(name), batches[k], false);
+  }
+  for (const auto& [k, v] : worst())
+    if (k.rfind("torch_export ", 0) == 0) std::printf("parity %-64s %.3g\n", k.c_str(), v);
+}
+
 TEST(OnnxExport, TensorFlowTinyBert) {
   SKIP_WITHOUT_ORT();
   const fs::path tf = fs::path(kSource) / ".." / "shared" / "data" / "tf_checkpoints" / "keras_bert_tiny";

@@ -49,8 +49,9 @@ struct PredictBenchFlags {
   std::string ort_script = std::string(BERTRAIN_SOURCE_DIR) + "/tools/bench/ort_predict.js";
   int max_seq_length = 128;
   int64_t batch_size = 32, max_examples = 0;
+  std::string torch_export_script = std::string(BERTRAIN_SOURCE_DIR) + "/tools/bench/scripts/torch_onnx_export.py";
   int latency_requests = 500;
-  bool ort = true;
+  bool ort = true, torch_export = true;
 };
 
 struct Throughput {
@@ -235,29 +236,42 @@ int run_predict_bench(const PredictBenchFlags& f) {
     }
     const fs::path w(work);
     write_text_atomic((w / "tokens.bin").string(), bytes);
-    nlohmann::json m{{"runtime", f.ort_runtime}, {"model", eo.output}, {"threads", num_threads()},
-                     {"batch_size", f.batch_size}, {"latency_requests", f.latency_requests}, {"lengths", lengths},
-                     {"tokens_file", (w / "tokens.bin").string()}, {"out", (w / "ort.json").string()}};
-    write_text_atomic((w / "manifest.json").string(), m.dump());
-    const std::string cmd = "node '" + f.ort_script + "' '" + (w / "manifest.json").string() + "'";
-    BERTRAIN_CHECK(std::system(cmd.c_str()) == 0, "bench predict: ONNX Runtime run failed: ", cmd,
-                   " (is onnxruntime-node in ", f.ort_runtime, "? scripts/setup.sh installs it)");
-    std::ifstream in(w / "ort.json");
-    const nlohmann::json o = nlohmann::json::parse(in);
-    for (const char* k : {"file_order", "length_sorted"}) {
-      const auto& x = o["throughput"][k];
-      Throughput t{x["seconds"].get<double>(), x["cpu_seconds"].get<double>(), x["sequences"].get<int64_t>(),
-                   x["real_tokens"].get<int64_t>(), x["padded_positions"].get<int64_t>()};
-      std::printf("%s\n", row(std::string("onnxruntime ") + (k == std::string("file_order") ? "file order" : "length-sorted") +
-                                  ", padded to longest", t).c_str());
-      out["onnxruntime"][k] = to_json(t);
-    }
-    out["onnxruntime"]["latency"] = o["latency"];
+    // One ONNX Runtime pass over `model`: throughput rows and the latency line, under out[key].
+    auto run_ort = [&](const std::string& model, const std::string& tag, const std::string& key,
+                       const std::string& label) {
+      nlohmann::json m{{"runtime", f.ort_runtime}, {"model", model}, {"threads", num_threads()},
+                       {"batch_size", f.batch_size}, {"latency_requests", f.latency_requests}, {"lengths", lengths},
+                       {"tokens_file", (w / "tokens.bin").string()}, {"out", (w / (tag + ".json")).string()}};
+      write_text_atomic((w / ("manifest_" + tag + ".json")).string(), m.dump());
+      const std::string cmd = "node '" + f.ort_script + "' '" + (w / ("manifest_" + tag + ".json")).string() + "'";
+      BERTRAIN_CHECK(std::system(cmd.c_str()) == 0, "bench predict: ONNX Runtime run failed: ", cmd,
+                     " (is onnxruntime-node in ", f.ort_runtime, "? scripts/setup.sh installs it)");
+      std::ifstream in(w / (tag + ".json"));
+      const nlohmann::json o = nlohmann::json::parse(in);
+      for (const char* k : {"file_order", "length_sorted"}) {
+        const auto& x = o["throughput"][k];
+        Throughput t{x["seconds"].get<double>(), x["cpu_seconds"].get<double>(), x["sequences"].get<int64_t>(),
+                     x["real_tokens"].get<int64_t>(), x["padded_positions"].get<int64_t>()};
+        std::printf("%s\n", row(label + (k == std::string("file_order") ? " file order" : " length-sorted") +
+                                    ", padded to longest", t).c_str());
+        out[key][k] = to_json(t);
+      }
+      out[key]["latency"] = o["latency"];
+      const auto& l = o["latency"];
+      std::printf("latency batch 1, %d requests: %s p50 %.2f ms, p99 %.2f ms (CPU time p50 %.2f ms, p99 %.2f ms)\n",
+                  l["requests"].get<int>(), label.c_str(), l["p50_ms"].get<double>(), l["p99_ms"].get<double>(),
+                  l["cpu_p50_ms"].get<double>(), l["cpu_p99_ms"].get<double>());
+    };
+    run_ort(eo.output, "ort", "onnxruntime", "onnxruntime");
     out["onnx_model_bytes"] = er.bytes;
-    const auto& l = o["latency"];
-    std::printf("latency batch 1, %d requests: onnxruntime p50 %.2f ms, p99 %.2f ms (CPU time p50 %.2f ms, p99 %.2f ms)\n",
-                l["requests"].get<int>(), l["p50_ms"].get<double>(), l["p99_ms"].get<double>(),
-                l["cpu_p50_ms"].get<double>(), l["cpu_p99_ms"].get<double>());
+    if (f.torch_export) {
+      // PyTorch's own export of the same weights (what a Hugging Face user gets), in the same runtime.
+      const std::string tm = (w / "torch.onnx").string();
+      const std::string cmd = "/usr/bin/python3 '" + f.torch_export_script + "' '" + f.checkpoint + "' '" + tm + "'";
+      BERTRAIN_CHECK(std::system(cmd.c_str()) == 0, "bench predict: torch.onnx.export failed: ", cmd,
+                     " (python3-torch is needed; --torch_export=false leaves this contender out)");
+      run_ort(tm, "ort_torch", "onnxruntime_torch_export", "onnxruntime (torch.onnx.export)");
+    }
   }
   if (f.work_dir.empty()) fs::remove_all(work);
   if (!f.json_out.empty()) {
@@ -284,6 +298,11 @@ BenchRegistrar reg{{"predict",
                       sub.add_option("--ort", f->ort, "also run ONNX Runtime (default true)");
                       sub.add_option("--ort_runtime", f->ort_runtime, "the onnxruntime-node package directory");
                       sub.add_option("--ort_script", f->ort_script, "tools/bench/ort_predict.js");
+                      sub.add_option("--torch_export", f->torch_export,
+                                     "also run ONNX Runtime on PyTorch's torch.onnx.export of the same weights "
+                                     "(default true; needs python3-torch)");
+                      sub.add_option("--torch_export_script", f->torch_export_script,
+                                     "tools/bench/scripts/torch_onnx_export.py");
                       sub.add_option("--work_dir", f->work_dir, "keep the exported model and token ids here");
                       sub.add_option("--json_out", f->json_out, "append the results as one JSON line");
                       return std::function<int()>([f] { return run_predict_bench(*f); });
