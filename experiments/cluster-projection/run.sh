@@ -8,7 +8,7 @@
 #       batch 256: 450,000 at length 128, 50,000 at 512)
 # Usage: experiments/cluster-projection/run.sh [OUT_DIR]   (default out/cluster-projection)
 # Environment: BIN (build/bertrain), CORES per node (64), PRICE per node-hour (3.00), GBPS ("25 100"),
-# LATENCY_US (10), MICRO_STEPS (3). About 20 minutes on a 2-core machine; run it on a quiet one.
+# LATENCY_US (10), MICRO_STEPS (3). 10-20 minutes on a 2-core machine; run it on a quiet one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-out/cluster-projection}
