@@ -240,6 +240,21 @@ TEST(GlueLabels, FinetunedCheckpointsCarryTheTasksLabels) {
   }
 }
 
+// --do_predict reads the test file before training: a missing one stops the run before any step or checkpoint.
+TEST(GlueRun, MissingTestFileStopsBeforeTraining) {
+  C43 t;
+  t.opts.do_train = true;
+  t.opts.do_predict = true;
+  t.opts.finetune.train_batch_size = 2;
+  t.opts.finetune.num_train_epochs = 1;
+  t.opts.finetune.progress = false;
+  ASSERT_FALSE(fs::exists(t.dir / "MNLI" / "test_matched.tsv"));
+  const std::string e = error_of([&] { run_classifier(t.opts); });
+  EXPECT_NE(e.find("test_matched.tsv"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(t.dir / "out" / "checkpoint-2"));
+  EXPECT_FALSE(fs::exists(t.dir / "out" / "metrics.jsonl"));
+}
+
 // evaluate() and predict() switch dropout off for their duration and give back the caller's mode; predictions
 // of the same model are the same whatever the batch size.
 TEST(GlueEvaluate, EvalModeProbabilitiesAndErrors) {

@@ -258,6 +258,15 @@ RunClassifierResult run_classifier(const RunClassifierOptions& options) {
       dev.features.push_back(convert_examples_to_features(s.examples, *proc, o.max_seq_length, tok));
       dev.sets.push_back(std::move(s));
     }
+  // The test sets are read before training, so that a missing or malformed test file stops the run at once
+  // rather than after the finetuning (run-squad reads its predict file up front too).
+  std::vector<ExampleSet> test_sets;
+  std::vector<std::vector<ClassifierFeatures>> test_features;
+  if (o.do_predict && world()->rank() == 0)
+    for (size_t i = 0; i < proc->submission_file_names().size(); ++i) {
+      test_sets.push_back(proc->get_test_set(o.data_dir, i));
+      test_features.push_back(convert_examples_to_features(test_sets.back().examples, *proc, o.max_seq_length, tok));
+    }
   RunClassifierResult result;
   if (o.do_train) {
     const ExampleSet train = proc->get_train_set(o.data_dir);
@@ -288,13 +297,11 @@ RunClassifierResult run_classifier(const RunClassifierOptions& options) {
     result.eval_metrics = dev.evaluate(model, *proc, o, 0);
   }
   if (world()->rank() != 0 || !o.do_predict) return result;  // under mpirun rank 0 alone writes predictions
-  const std::vector<std::string> submissions = proc->submission_file_names();
-  for (size_t i = 0; i < submissions.size(); ++i) {
-    const ExampleSet s = proc->get_test_set(o.data_dir, i);
-    const auto feats = convert_examples_to_features(s.examples, *proc, o.max_seq_length, tok);
+  for (size_t i = 0; i < test_sets.size(); ++i) {
+    const ExampleSet& s = test_sets[i];
     const std::string results = i == 0 ? "test_results.tsv" : "test_results_" + s.name + ".tsv";
-    write_test_predictions(o.finetune.output_dir, *proc, s, predict(model, *proc, feats, o.predict_batch_size, o.padding),
-                           results);
+    write_test_predictions(o.finetune.output_dir, *proc, s,
+                           predict(model, *proc, test_features[i], o.predict_batch_size, o.padding), results);
     spdlog::info("predictions for {} ({} examples) -> {}, {}", s.name, s.examples.size(), results, s.submission_file);
   }
   return result;
