@@ -406,7 +406,14 @@ struct PretrainTrainer::Impl {
     BERTRAIN_CHECK(r.do_train, "train() with do_train=false");
     fs::create_directories(r.output_dir);
     if (o.rank == 0) write_text_atomic((fs::path(r.output_dir) / "recipe.json").string(), pretrain_recipe_to_json(r));
-    if (!o.resume && o.only_phase == 0) log.start_new();
+    // A new run starts a new log; a phase run on its own (--phase N) keeps the phases before it and replaces
+    // any records of this phase and later that an earlier run left, so that every step appears once.
+    if (!o.resume) {
+      if (o.only_phase == 0)
+        log.start_new();
+      else
+        log.truncate_after(state.global_step);
+    }
     SignalGuard signals;
     TrainStepOptions so;
     so.clip_grad_norm = r.optimizer.clip_grad_norm;

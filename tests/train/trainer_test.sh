@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trainer_test.sh BUILD_DIR SOURCE_DIR CASE: behaviour tests of `bertrain pretrain` through the real binary.
 # Cases: data (fixture: makes tiny shards), accumulation, resume_sigterm, c32_resume, sigkill_checkpoint,
-# startup_checks, eval_dir_names, bf16, shard_lost, disk_full, create_resume.
+# startup_checks, eval_dir_names, bf16, shard_lost, disk_full, create_resume, phase_rerun.
 set -euo pipefail
 build=$1
 src=$2
@@ -285,6 +285,31 @@ PY
     [ "$(ls "$work"/cr_b/*.hdf5 | wc -l)" -eq "$n" ] || { echo "other shards in the resumed run" >&2; exit 1; }
     ! ls "$work"/cr_b/*.tmp 2> /dev/null || { echo "a temporary file was left" >&2; exit 1; }
     echo "ok: $n shards byte-identical to the uninterrupted run"
+    ;;
+  phase_rerun)
+    # A two-phase recipe run phase by phase (--phase 1, --phase 2), then --phase 2 again without --resume: the
+    # re-run replaces phase 2's records, so metrics.jsonl holds every step once.
+    rm -rf "$work/pr"
+    mkdir -p "$work/pr"
+    cat > "$work/pr/recipe.json" <<JSON
+{"bert_config_file": "$work/tiny.json", "vocab_file": "$vocab", "output_dir": "$work/pr/out", "seed": 7,
+ "optimizer": {"name": "lamb"}, "log_every_steps": 1, "tensorboard": false,
+ "phases": [
+  {"max_seq_length": 32, "max_predictions_per_seq": 5, "input_dir": "$data/p32", "train_batch_size": 4,
+   "learning_rate": 1e-2, "num_train_steps": 3},
+  {"max_seq_length": 32, "max_predictions_per_seq": 5, "input_dir": "$data/p32", "train_batch_size": 4,
+   "learning_rate": 5e-3, "num_train_steps": 2}]}
+JSON
+    pr=(--num_threads 1 --log_level warn pretrain --no_progress --config "$work/pr/recipe.json")
+    "$bin" "${pr[@]}" --phase 1
+    "$bin" "${pr[@]}" --phase 2
+    "$bin" "${pr[@]}" --phase 2
+    /usr/bin/python3 - "$work/pr/out/metrics.jsonl" <<'PY'
+import json, sys
+steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if '"eval"' not in l]
+assert steps == [1, 2, 3, 4, 5], steps
+print("ok: steps", steps)
+PY
     ;;
   *)
     echo "unknown case $case_name" >&2
