@@ -162,8 +162,8 @@ void GradientReducer::finish() {
   timing_.backward_end = t_finish;
   for (; next_start_ < buckets_.size(); ++next_start_) start(buckets_[next_start_]);
   comm_->wait_all();
-  // A progress thread saw the sums end (they may have ended between two hooks); else the first hook or wait
-  // that found them done.
+  // When the communicator first saw the sums done (with a progress thread, possibly between two hooks); else
+  // the first hook or wait that found them done.
   if (const auto at = comm_->sums_completed_at(); at != std::chrono::steady_clock::time_point{})
     t_done_ = std::chrono::duration<double>(at - t_arm_).count();
   if (t_done_ < 0) t_done_ = since_arm();

@@ -44,8 +44,8 @@ class Communicator {
   /// True when no started sum is in flight any more, as the last progress() or wait_all() saw it (no
   /// communication). Communicators whose sums complete at once keep the default.
   virtual bool sums_complete() const { return true; }
-  /// When the started sums last all completed, if a background progress thread saw it (steady_clock); the
-  /// epoch (time_point{}) when unknown or still in flight.
+  /// When the started sums were first seen all complete (steady_clock), by whichever test saw it: a progress
+  /// thread's, progress() or wait_all(); the epoch (time_point{}) when unknown or still in flight.
   virtual std::chrono::steady_clock::time_point sums_completed_at() const { return {}; }
   /// Blocks until every started sum is complete. Throws as allreduce.
   virtual void wait_all() = 0;
