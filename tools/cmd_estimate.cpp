@@ -29,9 +29,9 @@ void print_cluster(const std::vector<PhaseEstimate>& phases, const ClusterFlags&
   std::sort(ns.begin(), ns.end());
   std::printf("\ncluster model: %d rank(s) per node, %s cores per rank, network %.3g Gb/s and %.3g us between nodes, "
               "%.3g Gb/s and %.3g us within one; ring allreduce of each gradient bucket, started when backward has "
-              "it ready\n",
+              "it ready; the sums take %.3g ns of CPU per byte sent from the compute\n",
               c.ranks_per_node, c.cores_per_rank > 0 ? std::to_string(c.cores_per_rank).c_str() : "as timed",
-              c.network_gbps, c.network_latency_us, c.node_gbps, c.node_latency_us);
+              c.network_gbps, c.network_latency_us, c.node_gbps, c.node_latency_us, c.comm_cpu_ns_per_byte);
   std::vector<double> wall(ns.size(), 0), cost(ns.size(), 0);
   std::vector<bool> ok(ns.size(), true);
   for (size_t i = 0; i < phases.size(); ++i) {
@@ -40,8 +40,8 @@ void print_cluster(const std::vector<PhaseEstimate>& phases, const ClusterFlags&
     for (int64_t b : e.bucket_bytes) mb += static_cast<double>(b) / 1e6;
     std::printf("phase %zu: global batch %ld, %zu gradient buckets, %.1f MB per step on the wire\n", i + 1,
                 (long)e.train_batch_size, e.bucket_bytes.size(), mb);
-    std::printf("%7s %6s %8s %10s %10s %10s %10s %10s %6s\n", "ranks", "nodes", "seq/rank", "compute s", "allreduce s",
-                "exposed s", "step s", "seq/s", "eff");
+    std::printf("%7s %6s %8s %10s %10s %10s %10s %10s %6s %11s\n", "ranks", "nodes", "seq/rank", "compute s",
+                "allreduce s", "exposed s", "step s", "seq/s", "eff", "comm cpu s");
     for (size_t k = 0; k < ns.size(); ++k) {
       const ClusterStep s = project_cluster_step(e, c, ns[k]);
       if (!s.feasible) {
@@ -52,9 +52,9 @@ void print_cluster(const std::vector<PhaseEstimate>& phases, const ClusterFlags&
       }
       wall[k] += s.wall_seconds;
       cost[k] += s.cost;
-      std::printf("%7d %6ld %8ld %10.4f %11.4f %10.4f %10.4f %10.1f %5.1f%%\n", ns[k], (long)s.nodes,
+      std::printf("%7d %6ld %8ld %10.4f %11.4f %10.4f %10.4f %10.1f %5.1f%% %11.4f\n", ns[k], (long)s.nodes,
                   (long)s.sequences_per_rank, s.compute, s.allreduce, s.exposed, s.step,
-                  static_cast<double>(e.train_batch_size) / s.step, 100 * s.efficiency);
+                  static_cast<double>(e.train_batch_size) / s.step, 100 * s.efficiency, s.comm_cpu);
     }
   }
   std::printf("whole recipe:\n%7s %6s %12s %10s %12s\n", "ranks", "nodes", "wall hours", "eff", "cost");
@@ -124,6 +124,10 @@ Registrar reg{{"estimate", "time a few steps of each phase of a recipe and proje
                  sub.add_option("--node_gbps", cl->c.node_gbps, "bandwidth between the ranks of one node, Gb/s")
                      ->check(CLI::PositiveNumber);
                  sub.add_option("--node_latency_us", cl->c.node_latency_us, "latency per message within a node, us")
+                     ->check(CLI::NonNegativeNumber);
+                 sub.add_option("--comm_cpu_ns_per_byte", cl->c.comm_cpu_ns_per_byte, "CPU time the sums take from "
+                                "the compute per byte a rank sends, ns (measure it with mpirun ... bench allreduce "
+                                "over the link; default 0: none)")
                      ->check(CLI::NonNegativeNumber);
                  sub.allow_extras();
                  sub.footer("Other flags override recipe keys as in pretrain: --key=value, --key value, or a bare "

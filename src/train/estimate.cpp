@@ -96,6 +96,11 @@ ClusterStep project_step_alone(const PhaseEstimate& e, const ClusterOptions& c, 
     // The sums' tail after backward, and the copies that follow backward on every step: the last buckets into
     // their buffers, every sum back into the gradients (one thread's memcpy: not scaled with the cores).
     s.exposed = std::max(0.0, end) + e.seconds_after_backward;
+    // The transport's CPU work (sends, receives, sums) runs on the cores that compute.
+    double bytes = 0;
+    for (int64_t b : e.bucket_bytes) bytes += static_cast<double>(b);
+    s.comm_cpu = c.comm_cpu_ns_per_byte * 1e-9 * allreduce_bytes_per_rank(bytes, ranks);
+    s.compute += s.comm_cpu;
   }
   s.optimizer = e.seconds_optimizer * scale;
   s.step = s.compute + s.exposed + s.optimizer;
@@ -116,8 +121,8 @@ ClusterStep project_step_alone(const PhaseEstimate& e, const ClusterOptions& c, 
 ClusterStep project_cluster_step(const PhaseEstimate& e, const ClusterOptions& c, int ranks) {
   BERTRAIN_CHECK(ranks >= 1, "cluster model: ranks must be >= 1, got ", ranks);
   BERTRAIN_CHECK(c.ranks_per_node >= 1, "cluster model: ranks_per_node must be >= 1, got ", c.ranks_per_node);
-  BERTRAIN_CHECK(c.cores_per_rank >= 0 && c.price_per_hour >= 0, "cluster model: cores_per_rank and price_per_hour "
-                 "must be >= 0");
+  BERTRAIN_CHECK(c.cores_per_rank >= 0 && c.price_per_hour >= 0 && c.comm_cpu_ns_per_byte >= 0,
+                 "cluster model: cores_per_rank, price_per_hour and comm_cpu_ns_per_byte must be >= 0");
   BERTRAIN_CHECK(e.micro_batch_size >= 1 && e.train_batch_size >= 1 && e.threads >= 1,
                  "cluster model: a phase estimate without batch sizes or threads");
   BERTRAIN_CHECK(e.bucket_bytes.size() == e.bucket_lead_seconds.size(), "cluster model: ", e.bucket_bytes.size(),

@@ -139,6 +139,23 @@ TEST(ClusterModel, OneNodeUsesSharedMemorySmallShareShrinksTheLastMicroBatch) {
   EXPECT_NEAR(t.allreduce, 0.4253 + 0.25, 1e-12);
 }
 
+TEST(ClusterModel, TheSumsCpuTimeAddsToTheComputeUnscaledByCores) {
+  ClusterOptions c;  // 10 Gb/s, 5 us
+  c.cores_per_rank = 4;
+  c.comm_cpu_ns_per_byte = 2;
+  // 4 ranks send 2 x 3 / 4 x 45 MB = 67.5 MB each: 2 ns a byte is 0.135 s, whatever the cores.
+  const ClusterStep s = project_cluster_step(worked_phase(), c, 4);
+  EXPECT_NEAR(s.comm_cpu, 0.135, 1e-12);
+  EXPECT_NEAR(s.compute, 64 * 0.1 / 2 + 0.135, 1e-12);
+  EXPECT_NEAR(s.step, s.compute + s.exposed + s.optimizer, 1e-12);
+  c.comm_cpu_ns_per_byte = 0;
+  EXPECT_NEAR(project_cluster_step(worked_phase(), c, 4).step, s.step - 0.135, 1e-12);
+  c.comm_cpu_ns_per_byte = 2;
+  EXPECT_EQ(project_cluster_step(worked_phase(), c, 1).comm_cpu, 0.0);  // one rank sends nothing
+  c.comm_cpu_ns_per_byte = -1;
+  EXPECT_THROW(project_cluster_step(worked_phase(), c, 4), Error);
+}
+
 TEST(ClusterModel, GlobalBatchNotSplittingIsInfeasible) {
   const ClusterStep s = project_cluster_step(worked_phase(), ClusterOptions{}, 3);
   EXPECT_FALSE(s.feasible);

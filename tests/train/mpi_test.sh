@@ -13,6 +13,8 @@
 #                 gradient bytes), and compute + exposed + optimizer + data time is the step's time within 5%
 #   bf16_exchange  --allreduce_dtype bf16: half the bytes, the weights the same on both ranks at every checkpoint,
 #                 losses within 1% of the f32 exchange's
+#   bench_allreduce  `bench allreduce` (its sums checked inside) runs on 2 ranks in f32 and bf16 and reports the
+#                 bytes each rank sends; 1 rank is refused
 #   unequal_shards  CASES.md C41: shards of 10, 7 and 4 samples, 2 ranks x micro-batch 2, 2 epochs: 5 steps per
 #                 epoch on both ranks, the job ends, the same samples and weights as 1 rank
 # BERTRAIN_PROGRESS_THREAD is passed on to the ranks (mpi_*_progress_thread run some cases with it set to 1).
@@ -303,6 +305,23 @@ PY
     # The exchange changed the training (bf16 rounding), but not much.
     /usr/bin/python3 "$src/scripts/compare_checkpoints.py" "$work/bx_f32/checkpoint-8" "$work/bx_bf16/checkpoint-8" \
       --rtol 1e-2 --atol 1e-3 --norm
+    ;;
+  bench_allreduce)
+    # `bench allreduce` sums bert-tiny's buckets over 2 ranks (f32 and bf16; it checks every element of the first
+    # sums and three of every bucket after each timed round, and fails otherwise) and reports the CPU cost.
+    for dt in f32 bf16; do
+      timeout 300 "${mpi[@]}" "$bin" --num_threads 1 bench allreduce --model tiny --allreduce_dtype "$dt" --rounds 1 \
+        --min_workload_seconds 0.05 > "$work/bench_$dt.log" 2>&1 || { cat "$work/bench_$dt.log"; exit 1; }
+      cat "$work/bench_$dt.log"
+      grep -q "2 ranks, tiny .*, $dt on the wire" "$work/bench_$dt.log"
+      grep -Eq "^comm_cpu_ns_per_byte [0-9.]+$" "$work/bench_$dt.log"
+    done
+    # bert-tiny: 4.4 M parameters (17.7 MB in f32); each of 2 ranks sends 2 (2 - 1) / 2 of them, half in bf16.
+    grep -q "each rank sends 17.7 MB" "$work/bench_f32.log"
+    grep -q "each rank sends 8.9 MB" "$work/bench_bf16.log"
+    # One rank is refused with a line that says how to run it.
+    if "$bin" bench allreduce --model tiny > "$work/bench_one.log" 2>&1; then exit 1; fi
+    grep -q "run it under mpirun with 2 or more ranks" "$work/bench_one.log"
     ;;
   unequal_shards)
     # C41: three shards of 10, 7 and 4 samples (cut from the fixture's shard with h5py), global batch 4.

@@ -75,6 +75,11 @@ struct ClusterOptions {
   double node_gbps = 80;
   double node_latency_us = 1;
   double price_per_hour = 0;      ///< per node
+  /// CPU time the transport takes from computation per byte a rank sends (its sends, receives and sums; ns/byte),
+  /// as `bertrain bench allreduce` measures it over the link: the work runs on the cores that compute (in the
+  /// gradient hooks, or a progress thread beside the kernels), so it is added to the compute, unscaled by the
+  /// cores. 0: communication costs no compute.
+  double comm_cpu_ns_per_byte = 0;
 };
 
 /// One phase's step on N ranks, as the model projects it. Seconds unless named otherwise.
@@ -83,7 +88,8 @@ struct ClusterStep {
   int64_t nodes = 1;
   bool feasible = true;            ///< false: train_batch_size is not a multiple of ranks (nothing else is set)
   int64_t sequences_per_rank = 0;  ///< train_batch_size / ranks
-  double compute = 0;              ///< forward + backward of this rank's sequences
+  double compute = 0;              ///< forward + backward of this rank's sequences, comm_cpu included
+  double comm_cpu = 0;             ///< CPU time of the sums taken from the compute (comm_cpu_ns_per_byte x bytes)
   double allreduce = 0;            ///< first bucket's start to last bucket's end
   double exposed = 0;              ///< the part after backward's end
   double optimizer = 0;
@@ -97,7 +103,8 @@ struct ClusterStep {
 /// sequence, scaled by threads / cores_per_rank; the buckets' ring allreduces run one after another, each
 /// starting when its gradients are ready (bucket_lead_seconds before backward's end, scaled like compute and by
 /// the last micro-batch's size) and the previous sum is done, over the network when the job spans several nodes
-/// (nodes = ceil(N / ranks_per_node)), else over shared memory; the step is compute + the part of the sums after
+/// (nodes = ceil(N / ranks_per_node)), else over shared memory; the sums' CPU time (comm_cpu_ns_per_byte x the
+/// bytes each rank sends, 2 (N - 1) / N x the buckets' bytes) is added to the compute; the step is compute + the part of the sums after
 /// backward + the reducer's copies after backward (seconds_after_backward, not scaled: one thread's memory
 /// copies) + the optimizer. Throws bertrain::Error on ranks < 1 or invalid options.
 ClusterStep project_cluster_step(const PhaseEstimate& e, const ClusterOptions& c, int ranks);
