@@ -8,7 +8,8 @@
 #   shm   both ranks here, OpenMPI's shared-memory transport (--mca btl vader,self).
 # The link is measured (iperf3 and ping; for shm the estimate's node link, --node_gbps 80, is used), bert-mini (or
 # CONFIG) trains STEPS steps, and the mean step time after the warm-up is compared with
-# `estimate --ranks 2 --network_gbps <iperf3's rate> --network_latency_us <ping's half round trip>`. The estimate's
+# `estimate --ranks 2 --network_gbps <iperf3's rate> --network_latency_us <ping's half round trip>
+# --comm_cpu_ns_per_byte <bench allreduce's, measured over the same transport before the cap>`. The estimate's
 # compute is timed with every core busy, as the two ranks keep them: two estimates run at once, one per core, and
 # the first one's table is used (on a machine whose cores slow each other down, an idle neighbour would make
 # the compute look faster than it is in the run).
@@ -92,6 +93,53 @@ if [ "$link" = veth ]; then
   ip -n "$ns" addr add "$b/30" dev "$vb"
   ip -n "$ns" link set "$vb" up
   ip -n "$ns" link set lo up
+  echo "link: $a (this namespace, $va) <-> $b (namespace $ns, $vb)"
+elif [ "$link" = tcp ]; then
+  cidr=127.0.0.0/8
+  echo "link: TCP on loopback"
+  measure_link "" 127.0.0.1 127.0.0.1 lo
+else
+  echo "link: shared memory (the estimate takes its node link: --node_gbps 80 --node_latency_us 1)"
+fi
+
+# 2 ranks. veth: rank 1 inside the namespace; OpenMPI's TCP transport on the veth subnet only, and PMIx (the
+# launcher's connection to the rank in the namespace) over TCP on it too.
+export OMP_NUM_THREADS=$threads
+# The ring for every gradient sum, as the estimate models it: OpenMPI's non-blocking allreduce otherwise takes a
+# binomial reduce then a broadcast, which with 2 ranks sends the bucket one way and then back, twice the ring's time.
+export OMPI_MCA_coll_libnbc_iallreduce_algorithm=1
+case "$link" in
+  veth)
+    export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$cidr
+    mpi=(mpirun --bind-to none --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include "$cidr"
+         --mca oob_tcp_if_include "$cidr" -x OMP_NUM_THREADS -x PMIX_MCA_ptl_tcp_remote_connections
+         -x PMIX_MCA_ptl_tcp_if_include -x OMPI_MCA_coll_libnbc_iallreduce_algorithm) ;;
+  tcp)
+    mpi=(mpirun --map-by core --bind-to core --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS
+         -x OMPI_MCA_coll_libnbc_iallreduce_algorithm) ;;
+  shm)
+    mpi=(mpirun --map-by core --bind-to core --mca btl vader,self -x OMP_NUM_THREADS
+         -x OMPI_MCA_coll_libnbc_iallreduce_algorithm) ;;
+esac
+[ -z "${BERTRAIN_PROGRESS_THREAD:-}" ] || mpi+=(-x BERTRAIN_PROGRESS_THREAD)
+# launch ARGS...: `bertrain ARGS...` on the 2 ranks of this link.
+launch() {
+  if [ "$link" = veth ]; then
+    "${mpi[@]}" -np 1 taskset -c 0 "$bin" "$@" : -np 1 ip netns exec "$ns" taskset -c 1 "$bin" "$@"
+  else
+    "${mpi[@]}" -np 2 "$bin" "$@"
+  fi
+}
+
+# The sums' CPU cost on this transport (bench allreduce: what summing the model's buckets adds to a workload beside
+# them, per byte sent), measured before any cap: over a slow link it would also count the wire's time, which the
+# model adds on its own.
+launch --num_threads "$threads" bench allreduce --model "$PWD/$config" --rounds 3 > "$out/bench-allreduce.txt" 2>&1 ||
+  { cat "$out/bench-allreduce.txt"; exit 1; }
+grep -E "^(sums alone|workload|added)" "$out/bench-allreduce.txt"
+comm_cpu=$(awk '$1 == "comm_cpu_ns_per_byte" { print $2 }' "$out/bench-allreduce.txt")
+
+if [ "$link" = veth ]; then
   # Token-bucket filter on both egresses: RATE_MBIT each direction, a burst of 1 ms at that rate (at least 64 KB,
   # which the kernel's timer resolution needs), 50 ms of queue.
   if ((rate > 0)); then
@@ -102,15 +150,8 @@ if [ "$link" = veth ]; then
   else
     cap="uncapped"
   fi
-  echo "link: $a (this namespace, $va) <-> $b (namespace $ns, $vb), $cap"
-
+  echo "link: ${cap}"
   measure_link "$ns" "$b" "$a" "$va"
-elif [ "$link" = tcp ]; then
-  cidr=127.0.0.0/8
-  echo "link: TCP on loopback"
-  measure_link "" 127.0.0.1 127.0.0.1 lo
-else
-  echo "link: shared memory (the estimate takes its node link: --node_gbps 80 --node_latency_us 1)"
 fi
 
 # Shards (128 tokens) from the bundled sample text, unless given.
@@ -128,31 +169,8 @@ cat > "$recipe" <<JSON
              "train_batch_size": $batch, "learning_rate": 1e-3, "num_warmup_steps": 1, "num_train_steps": $steps}]}
 JSON
 
-# 2 ranks. veth: rank 1 inside the namespace; OpenMPI's TCP transport on the veth subnet only, and PMIx (the
-# launcher's connection to the rank in the namespace) over TCP on it too.
-export OMP_NUM_THREADS=$threads
 rm -rf "$out/run"
-train=(--num_threads "$threads" --log_level info pretrain --no_progress --config "$recipe")
-# The ring for every gradient sum, as the estimate models it: OpenMPI's non-blocking allreduce otherwise takes a
-# binomial reduce then a broadcast, which with 2 ranks sends the bucket one way and then back, twice the ring's time.
-export OMPI_MCA_coll_libnbc_iallreduce_algorithm=1
-case "$link" in
-  veth)
-    export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$cidr
-    mpi=(mpirun --bind-to none --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include "$cidr"
-         --mca oob_tcp_if_include "$cidr" -x OMP_NUM_THREADS -x PMIX_MCA_ptl_tcp_remote_connections
-         -x PMIX_MCA_ptl_tcp_if_include -x OMPI_MCA_coll_libnbc_iallreduce_algorithm)
-    ranks=(-np 1 taskset -c 0 "$bin" "${train[@]}" : -np 1 ip netns exec "$ns" taskset -c 1 "$bin" "${train[@]}") ;;
-  tcp)
-    mpi=(mpirun --map-by core --bind-to core --mca btl tcp,self --mca btl_tcp_if_include lo -x OMP_NUM_THREADS
-         -x OMPI_MCA_coll_libnbc_iallreduce_algorithm)
-    ranks=(-np 2 "$bin" "${train[@]}") ;;
-  shm)
-    mpi=(mpirun --map-by core --bind-to core --mca btl vader,self -x OMP_NUM_THREADS
-         -x OMPI_MCA_coll_libnbc_iallreduce_algorithm)
-    ranks=(-np 2 "$bin" "${train[@]}") ;;
-esac
-"${mpi[@]}" "${ranks[@]}" 2>&1 | tee "$out/train.log" | grep -E "data parallel|step [0-9]+/" | tail -n 3
+launch --num_threads "$threads" --log_level info pretrain --no_progress --config "$recipe" 2>&1 | tee "$out/train.log" | grep -E "data parallel|step [0-9]+/" | tail -n 3
 measured=$(/usr/bin/python3 - "$out/run/metrics.jsonl" "$warmup" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if '"eval"' not in l]
@@ -176,7 +194,7 @@ fi
 est_pids=()
 for ((c = 0; c < $(nproc --all); ++c)); do  # --all: nproc alone obeys OMP_NUM_THREADS
   taskset -c "$c" "$bin" --num_threads "$threads" --log_level warn estimate --config "$recipe" --micro_steps 3 \
-    "${cluster[@]}" > "$out/estimate.$c.txt" &
+    "${cluster[@]}" --comm_cpu_ns_per_byte "$comm_cpu" > "$out/estimate.$c.txt" &
   est_pids+=($!)
 done
 for p in "${est_pids[@]}"; do wait "$p"; done
@@ -190,6 +208,6 @@ read -r _ _ _ e_compute e_allreduce e_exposed e_step _ <<< "$row"
   printf "compute s       %9.4f  %9.4f\n" "$m_compute" "$e_compute"
   printf "allreduce s     %9.4f  %9.4f\n" "$m_allreduce" "$e_allreduce"
   printf "exposed s       %9.4f  %9.4f\n" "$m_exposed" "$e_exposed"
-  echo "bytes per rank per step: $m_bytes"
+  echo "bytes per rank per step: $m_bytes; the sums' CPU cost (bench allreduce): $comm_cpu ns per byte sent"
   /usr/bin/python3 -c "print(f'estimate / measured step time: {float(\"$e_step\") / float(\"$m_step\"):.3f}')"
 } | tee "$out/summary.txt"
