@@ -8,7 +8,8 @@
 #       batch 256: 450,000 at length 128, 50,000 at 512)
 # Usage: experiments/cluster-projection/run.sh [OUT_DIR]   (default out/cluster-projection)
 # Environment: BIN (build/bertrain), CORES per node (64), PRICE per node-hour (3.00), GBPS ("25 100"),
-# LATENCY_US (10), MICRO_STEPS (3). 10-20 minutes on a 2-core machine; run it on a quiet one.
+# LATENCY_US (10), MICRO_STEPS (3), COMM_CPU_NS (the sums' CPU time per byte sent, estimate's
+# --comm_cpu_ns_per_byte; default 0). 10-20 minutes on a 2-core machine; run it on a quiet one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-out/cluster-projection}
@@ -17,6 +18,7 @@ cores=${CORES:-64}
 price=${PRICE:-3.00}
 latency=${LATENCY_US:-10}
 micro=${MICRO_STEPS:-3}
+comm_cpu=${COMM_CPU_NS:-0}
 threads=$(nproc --all)
 mkdir -p "$out"
 here=experiments/cluster-projection
@@ -27,7 +29,8 @@ for job in finetune:$here/finetune-bert-base-qnli-like.json lamb:configs/pretrai
     echo "== $name, $gbps Gb/s: $out/$name-${gbps}g.txt"
     OMP_NUM_THREADS=$threads "$bin" --num_threads "$threads" estimate --config "$recipe" --micro_steps "$micro" \
       --ranks 1024 --ranks_per_node 1 --cores_per_rank "$cores" --network_gbps "$gbps" \
-      --network_latency_us "$latency" --price_per_hour "$price" > "$out/$name-${gbps}g.txt"
+      --network_latency_us "$latency" --price_per_hour "$price" --comm_cpu_ns_per_byte "$comm_cpu" \
+      > "$out/$name-${gbps}g.txt"
     sed -n '/^whole recipe/,$p' "$out/$name-${gbps}g.txt"
   done
 done
