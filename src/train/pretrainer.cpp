@@ -304,17 +304,21 @@ struct PretrainTrainer::Impl {
   StepStats train_one_step(double& data_wait, double& real_tokens) {
     const PhaseRecipe& p = r.phases[state.phase];
     const int64_t a = accum_steps(state.phase), g = p.train_batch_size, first = state.micro_batch_index;
+    const auto t_data = std::chrono::steady_clock::now();
     const data::LoaderCursor start = loader->cursor();
     BERTRAIN_ASSERT(start.micro == first, "loader at micro-batch ", start.micro, " of the step, trainer at ", first);
     std::vector<data::PretrainingBatch> mb;
     for (int64_t m = first; m < a; ++m) mb.push_back(loader->next());
-    data_wait = loader->take_wait_seconds();
+    loader->take_wait_seconds();  // the wait is part of the data time below
     double counts[2] = {0, 0};  // masked tokens, real tokens
     for (auto& b : mb) {
       for (int64_t i = 0; i < b.masked_lm_weights.numel(); ++i) counts[0] += b.masked_lm_weights.data<float>()[i];
       for (int64_t i = 0; i < b.attention_mask.numel(); ++i) counts[1] += b.attention_mask.data<int32_t>()[i] != 0;
     }
     const auto t_count = std::chrono::steady_clock::now();
+    // Data time: the step's batches taken from the loader (its wait included) and their tokens counted; with the
+    // compute, communication and optimizer times of TrainStep it tiles the step's wall time.
+    data_wait = std::chrono::duration<double>(t_count - t_data).count();
     comm->allreduce(counts, 2);  // the global batch's counts (integers: exact in any order)
     const double count_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_count).count();
     real_tokens = counts[1];

@@ -54,11 +54,13 @@ StepStats TrainStep::run(int64_t num_micro, const MicroBatchFn& micro_batch, dou
   StepStats st;
   st.lr = lr;
   std::vector<double> losses = state.micro_batch_index > 0 ? state.partial_losses : std::vector<double>{};
+  // Compute: from here to the end of the last micro-batch, the loop's own bookkeeping included, so that data,
+  // compute, exposed communication and optimizer tile the step.
+  const auto t_compute = clock::now();
   for (int64_t m = state.micro_batch_index; m < num_micro; ++m) {
     if (reducer_ && m == num_micro - 1) reducer_->arm();  // sums start as gradients complete
-    const auto t_micro = clock::now();
     const std::vector<double> parts = micro_batch(m);
-    st.times.compute += seconds_since(t_micro);
+    st.times.compute = seconds_since(t_compute);
     if (losses.size() < parts.size()) losses.resize(parts.size(), 0.0);
     for (size_t i = 0; i < parts.size(); ++i) losses[i] += parts[i];
     if (may_stop_mid_step && comm_->size() == 1 && signal_received() && m + 1 < num_micro) {
