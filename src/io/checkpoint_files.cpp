@@ -1,7 +1,9 @@
 // checkpoint_files.cpp: a checkpoint's own description (see checkpoint_files.h).
 #include "bertrain/io/checkpoint_files.h"
 
+#include <algorithm>
 #include <array>
+#include <sstream>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,24 @@ std::optional<bool> google_model_lower_case(const std::string& model_name) {
     if (model_name == m) return true;
   for (const char* m : cased)
     if (model_name == m) return false;
+  return std::nullopt;
+}
+
+/// Casing read off a vocabulary: no token with an upper-case letter (special tokens in brackets aside) means an
+/// uncased model (true); upper-case letters in at least 1% of the tokens, a cased one (false; bert-base-cased: 28%);
+/// anything between (bert-base-chinese: 2 of 21,128) says nothing.
+std::optional<bool> vocab_lower_case(const std::string& vocab_file) {
+  std::istringstream in(read_text_file(vocab_file));
+  int64_t tokens = 0, upper = 0;
+  for (std::string t; std::getline(in, t);) {
+    if (!t.empty() && t.back() == '\r') t.pop_back();
+    if (t.empty() || (t.front() == '[' && t.back() == ']')) continue;
+    ++tokens;
+    upper += std::any_of(t.begin(), t.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  }
+  if (tokens == 0) return std::nullopt;
+  if (upper == 0) return true;
+  if (upper * 100 >= tokens) return false;
   return std::nullopt;
 }
 
@@ -84,6 +104,13 @@ CheckpointFiles read_checkpoint_files(const std::string& checkpoint, const std::
     if (auto lower = google_model_lower_case(name)) {
       f.do_lower_case = lower;
       f.do_lower_case_source = "the model name " + name + " (google-research/bert's convention)";
+    }
+  }
+  if (!f.do_lower_case && !f.vocab_file.empty()) {
+    if (auto lower = vocab_lower_case(f.vocab_file)) {
+      f.do_lower_case = lower;
+      f.do_lower_case_source = "its vocabulary " + f.vocab_file + (*lower ? " (no upper-case tokens: uncased)"
+                                                                         : " (upper-case tokens: cased)");
     }
   }
   return f;

@@ -275,7 +275,7 @@ PretrainRecipe recipe_from(const json& j, const std::string& where) {
   PretrainRecipe r;
   get(j, "bert_config_file", r.bert_config_file, where);
   get(j, "vocab_file", r.vocab_file, where);
-  get(j, "do_lower_case", r.do_lower_case, where);
+  r.do_lower_case_given = get(j, "do_lower_case", r.do_lower_case, where);
   get(j, "output_dir", r.output_dir, where);
   get(j, "init_checkpoint", r.init_checkpoint, where);
   get(j, "seed", r.seed, where);

@@ -76,9 +76,14 @@ struct PretrainTrainer::Impl {
     // vocab_file whose contents differ from the checkpoint's vocab.txt is refused.
     if (!r.init_checkpoint.empty()) {
       const CheckpointFiles ck = read_checkpoint_files(r.init_checkpoint, r.bert_config_file);
+      if (ck.do_lower_case) {
+        BERTRAIN_CHECK(!r.do_lower_case_given || r.do_lower_case == *ck.do_lower_case, "do_lower_case ",
+                       r.do_lower_case, " contradicts the init checkpoint: ", ck.do_lower_case_source,
+                       " says do_lower_case ", *ck.do_lower_case, "; leave do_lower_case out to use the checkpoint's");
+        r.do_lower_case = *ck.do_lower_case;
+      }
       if (r.vocab_file.empty() && !ck.vocab_file.empty()) {
         r.vocab_file = ck.vocab_file;
-        if (ck.do_lower_case) r.do_lower_case = *ck.do_lower_case;
         spdlog::info("vocab_file: {} (from init_checkpoint), do_lower_case {}", r.vocab_file, r.do_lower_case);
       } else if (!r.vocab_file.empty() && !ck.vocab_file.empty()) {
         BERTRAIN_CHECK(same_file_contents(r.vocab_file, ck.vocab_file), "vocab_file ", r.vocab_file,

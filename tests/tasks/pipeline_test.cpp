@@ -105,7 +105,8 @@ TEST(CheckpointFiles, ReadsTokenizerSettingsAndLength) {
 TEST(CheckpointFiles, GoogleModelNamesDecideCasing) {
   const std::string root = temp_dir("names");
   for (const auto& [name, lower] : std::vector<std::pair<std::string, std::optional<bool>>>{
-           {"cased_L-12_H-768_A-12", false}, {"uncased_L-12_H-768_A-12", true}, {"my_model", std::nullopt}}) {
+           {"cased_L-12_H-768_A-12", false}, {"uncased_L-12_H-768_A-12", true},
+           {"my_model", true}}) {  // my_model: no name rule; the tiny model's vocabulary has no upper-case token
     const fs::path d = fs::path(root) / name;
     fs::create_directories(d);
     for (const auto& e : fs::directory_iterator(kTinyDir)) fs::copy_file(e.path(), d / e.path().filename());
@@ -118,6 +119,34 @@ TEST(CheckpointFiles, GoogleModelNamesDecideCasing) {
     else EXPECT_NO_THROW(take_tokenizer_defaults(f, vocab, given));
   }
   fs::remove_all(root);
+}
+
+TEST(CheckpointFiles, TheVocabularyDecidesCasingWhenNothingElseDoes) {
+  const fs::path d = fs::path(temp_dir("vocab_casing")) / "my_model";
+  fs::create_directories(d);
+  for (const auto& e : fs::directory_iterator(kTinyDir)) fs::copy_file(e.path(), d / e.path().filename());
+  const std::string ckpt = (d / "bert_model.ckpt").string();
+  CheckpointFiles f = read_checkpoint_files(ckpt);
+  EXPECT_EQ(f.do_lower_case, true);
+  EXPECT_NE(f.do_lower_case_source.find("no upper-case tokens"), std::string::npos) << f.do_lower_case_source;
+  // --do_lower_case=false against an uncased vocabulary is refused in one line.
+  std::string vocab;
+  std::optional<bool> given = false;
+  EXPECT_THROW(take_tokenizer_defaults(f, vocab, given), Error);
+  // 2 upper-case tokens in 200 (1%): cased. 1 in 200: says nothing (bert-base-chinese's kind).
+  auto vocab_with_upper = [&](int upper) {
+    std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+    for (int i = 0; i < 200; ++i) v += (i < upper ? "Word" : "word") + std::to_string(i) + "\n";
+    write_file((d / "vocab.txt").string(), v);
+  };
+  vocab_with_upper(2);
+  f = read_checkpoint_files(ckpt);
+  EXPECT_EQ(f.do_lower_case, false);
+  given = true;
+  EXPECT_THROW(take_tokenizer_defaults(f, vocab, given), Error);
+  vocab_with_upper(1);
+  EXPECT_EQ(read_checkpoint_files(ckpt).do_lower_case, std::nullopt);
+  fs::remove_all(d.parent_path());
 }
 
 TEST(CheckpointFiles, VocabThatDiffersIsRefused) {

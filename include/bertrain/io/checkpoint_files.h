@@ -28,7 +28,9 @@ struct CheckpointFiles {
   /// tokenizer_config.json's do_lower_case; for a TF checkpoint without one, google-research/bert's model-name
   /// convention (tokenization.validate_case_matches_checkpoint: uncased_L-12_H-768_A-12,
   /// uncased_L-24_H-1024_A-16, multilingual_L-12_H-768_A-12, chinese_L-12_H-768_A-12 are lower-cased;
-  /// cased_L-12_H-768_A-12, cased_L-24_H-1024_A-16, multi_cased_L-12_H-768_A-12 are not).
+  /// cased_L-12_H-768_A-12, cased_L-24_H-1024_A-16, multi_cased_L-12_H-768_A-12 are not); failing both, the
+  /// vocabulary: no token with an upper-case letter is uncased, upper-case letters in 1% of the tokens or more is
+  /// cased (bert-base-chinese's 2 tokens in 21,128 decide nothing); else unset.
   std::optional<bool> do_lower_case;
   std::string do_lower_case_source;  ///< where do_lower_case came from, for messages
   std::optional<bool> tokenize_chinese_chars;  ///< tokenizer_config.json's

@@ -66,6 +66,7 @@ struct PretrainRecipe {
   std::string bert_config_file;  ///< Hugging Face config.json or google-research/bert bert_config.json
   std::string vocab_file;
   bool do_lower_case = true;
+  bool do_lower_case_given = false;  ///< the recipe or a flag set do_lower_case (else it may come from init_checkpoint)
   std::string output_dir;
   std::string init_checkpoint;   ///< checkpoint directory, .safetensors file or TF prefix; empty = random init
   uint64_t seed = 12345;
