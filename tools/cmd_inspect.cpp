@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "bertrain/io/checkpoint.h"
 #include "bertrain/io/config.h"
@@ -104,11 +106,17 @@ int run_inspect(const std::string& path) {
   const auto names = f.names();
   int64_t params = 0;
   size_t width = 4;
+  std::set<std::tuple<std::string, int64_t, int64_t>> counted;  // PyTorch: (storage, offset, elements) seen
   for (const auto& n : names) {
     width = std::max(width, n.size());
     const WeightsTensorInfo in = f.info(n);
-    // position_ids and similar buffers are integer tensors: count only floating-point tensors.
-    if (is_float_dtype_name(in.dtype)) params += in.shape.numel();
+    // Floating-point tensors only (position_ids is an integer buffer); tied weights sharing a storage count once.
+    if (!is_float_dtype_name(in.dtype)) continue;
+    if (const TorchCheckpoint* t = f.torch()) {
+      const TorchTensorInfo& ti = t->info(n);
+      if (!counted.emplace(ti.storage_key, ti.storage_offset, in.shape.numel()).second) continue;
+    }
+    params += in.shape.numel();
   }
   out << "tensors: " << names.size() << "\nparameters: " << params << "\n";
   for (const auto& n : names) {

@@ -10,6 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 no=$tmp/missing
 declare -A bad=(
+  [bench allreduce]="--model no_such_model"
   [bench ops]="--no_such_flag"
   [bench optim]="--iters 0"
   [bench predict]="--checkpoint $no --data_dir $no"

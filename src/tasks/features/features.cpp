@@ -112,7 +112,8 @@ void append_values(std::string& out, const float* v, int64_t n) {
 // google-research/bert's layer index -> position in BertModel::Output::all_encoder_layers.
 size_t layer_position(int index, int64_t num_layers) {
   BERTRAIN_CHECK(index >= -num_layers && index < num_layers, "layer index ", index, " is outside [", -num_layers,
-                 ", ", num_layers - 1, "] for a model of ", num_layers, " layers");
+                 ", ", num_layers - 1, "] for a model of ", num_layers, " layers; give --layers within that range (the "
+                 "default -1,-2,-3,-4 needs 4 layers)");
   return static_cast<size_t>(index < 0 ? num_layers + index : index);
 }
 

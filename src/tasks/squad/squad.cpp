@@ -176,7 +176,8 @@ SquadReadResult read_squad_examples(const std::string& input_file, bool is_train
 void SquadFeatureOptions::validate() const {
   BERTRAIN_CHECK(max_query_length >= 0, "max_query_length must be >= 0, got ", max_query_length);
   BERTRAIN_CHECK(max_seq_length > max_query_length + 3, "The max_seq_length (", max_seq_length,
-                 ") must be greater than max_query_length (", max_query_length, ") + 3");
+                 ") must be greater than max_query_length (", max_query_length, ") + 3: lower --max_query_length, or "
+                 "raise --max_seq_length (at most the model's max_position_embeddings)");
   BERTRAIN_CHECK(doc_stride >= 1, "doc_stride must be >= 1, got ", doc_stride);
 }
 
