@@ -48,7 +48,7 @@ void FinetuneFlags::add_to(CLI::App& app, tasks::FinetuneCommandOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--unpad", o.unpad,
-                 "encoder path: auto (default: the unpadded encoder when at least 10% of a batch is padding), "
+                 "encoder path: auto (default: the unpadded encoder when at least 10% of a training batch is padding, and for any padding in evaluation and prediction), "
                  "always (real tokens only, attention per sequence), never (every padded position computed)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Unpad>{
           {"auto", Unpad::automatic}, {"always", Unpad::always}, {"never", Unpad::never}}));

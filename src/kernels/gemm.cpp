@@ -33,7 +33,7 @@ dnnl::engine& engine() {
 }
 
 // shape, transposes, accumulate, bias, operand dtype (f32 or bf16; the destination is always f32)
-using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool, DType>;
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool, bool, bool, DType, GemmEpilogue>;
 
 struct Prim {
   dnnl::matmul prim;
@@ -102,8 +102,9 @@ void make_room(Map& cache) {
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
 }
 
-Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DType::f32) {
-  Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias, operands};
+Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DType::f32,
+              GemmEpilogue act = GemmEpilogue::none) {
+  Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias, operands, act};
   std::lock_guard<std::mutex> g(g_mu);
   auto it = g_cache.find(key);
   if (it != g_cache.end()) return it->second;
@@ -114,9 +115,13 @@ Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DTyp
   p.b = md(s.batch, s.k, s.n, s.trans_b, odt);
   p.c = md(s.batch, s.m, s.n, false);
   dnnl::primitive_attr attr = base_attr();
-  if (acc) {
+  if (acc || act != GemmEpilogue::none) {
     dnnl::post_ops po;
-    po.append_sum(1.0f);
+    if (acc) po.append_sum(1.0f);
+    if (act != GemmEpilogue::none) {
+      po.append_eltwise(1.0f, act == GemmEpilogue::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
+                                                            : dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    }
     attr.set_post_ops(po);
   }
   if (has_bias) {
@@ -135,9 +140,10 @@ Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DTyp
 
 /// get_prim, with oneDNN's "could not create a primitive descriptor" (in practice: bf16 on a CPU without
 /// AVX-512) turned into a bertrain::Error naming the product.
-Prim get_prim_or_throw(const GemmShape& s, bool acc, bool has_bias, DType operands) {
+Prim get_prim_or_throw(const GemmShape& s, bool acc, bool has_bias, DType operands,
+                       GemmEpilogue act = GemmEpilogue::none) {
   try {
-    return get_prim(s, acc, has_bias, operands);
+    return get_prim(s, acc, has_bias, operands, act);
   } catch (const dnnl::error& e) {
     throw Error(std::string("gemm: oneDNN has no ") + dtype_name(operands) + " matmul for " +
                 std::to_string(s.batch) + " x (" + std::to_string(s.m) + " x " + std::to_string(s.k) + ") x (" +
@@ -191,6 +197,21 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   } else {
     execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   }
+}
+
+void gemm_activation(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, const Tensor& bias,
+                     GemmEpilogue act) {
+  BERTRAIN_ASSERT(s.batch == 1 && a.numel() == s.m * s.k && b.numel() == s.k * s.n && c.numel() == s.m * s.n &&
+                  bias.numel() == s.n);
+  BERTRAIN_ASSERT(a.dtype() == DType::f32 && b.dtype() == DType::f32 && c.dtype() == DType::f32 &&
+                  bias.dtype() == DType::f32);
+  if (s.m == 0 || s.n == 0) return;
+  BERTRAIN_ASSERT(s.k > 0);
+  const Prim p = get_prim_or_throw(s, false, true, DType::f32, act);
+  static thread_local dnnl::stream stream(engine());
+  dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
+  dnnl::memory biasm(p.bias, engine(), bias.raw_data());
+  execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
 }
 
 namespace {

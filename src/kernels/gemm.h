@@ -21,6 +21,16 @@ struct GemmShape {
 void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate,
           const Tensor* bias = nullptr);
 
+/// The function gemm_activation applies to each element of the product (plus bias), inside the product.
+enum class GemmEpilogue { none, gelu_erf, gelu_tanh };
+
+/// c = act(a b + bias) in one oneDNN matmul with an eltwise post-op (eltwise_gelu_erf, eltwise_gelu_tanh), so the
+/// activation runs on each block of c while it is in cache, without a pass of its own. f32 only (a, b, c, bias);
+/// shapes as gemm(), batch 1. Forward only: the pre-activation is not kept. oneDNN evaluates erf and tanh with its
+/// own polynomial approximations (a few ulp of f32), not libm's.
+void gemm_activation(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, const Tensor& bias,
+                     GemmEpilogue act);
+
 /// Element strides of one operand of gemm_strided: batch axes 1 and 2, then the row and column of each matrix.
 struct GemmStrides {
   int64_t b1 = 0, b2 = 0, row = 0, col = 1;

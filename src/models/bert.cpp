@@ -60,6 +60,17 @@ Tensor additive_mask(const BertInputs& in, DType dtype) {
 
 }  // namespace
 
+/// The intermediate layer: bert_activation(act, linear(x, W, b)); in eval mode with a GELU, linear_gelu (one product
+/// with the GELU inside it, where no gradient is recorded). Never in training mode: activation checkpointing
+/// recomputes a layer with gradients and must get the values of its forward bit for bit.
+static Variable bert_intermediate(const std::string& act, const Linear& dense, const Variable& x, bool eval_mode) {
+  if (eval_mode && act == "gelu") return linear_gelu(x, dense.weight(), dense.bias(), GeluForm::erf);
+  if (eval_mode && (act == "gelu_new" || act == "gelu_pytorch_tanh")) {
+    return linear_gelu(x, dense.weight(), dense.bias(), GeluForm::tanh);
+  }
+  return bert_activation(act, dense.forward(x));
+}
+
 Variable bert_activation(const std::string& act, const Variable& x) {
   if (act == "gelu") return gelu(x, GeluForm::erf);
   if (act == "gelu_new" || act == "gelu_pytorch_tanh") return gelu(x, GeluForm::tanh);
@@ -141,7 +152,7 @@ Variable BertLayer::forward(const Variable& x, const Tensor& mask, const BertInp
                                          probs_dropout_->p(), probs_dropout_->is_training(), pkey);
   // layer_norm(dropout(dense(.)) + residual), each fused into one op.
   Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed, in.first_sample);
-  Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (B, T, I)
+  Variable f = bert_intermediate(c_.hidden_act, *inter_, h1, !is_training());  // (B, T, I)
   return out_norm_->forward_residual(out_->forward(f), h1, *out_dropout_, in.dropout_seed, in.first_sample);
 }
 
@@ -157,7 +168,7 @@ Variable BertLayer::forward_packed(const Variable& x, const std::shared_ptr<cons
                                                 probs_dropout_->is_training(), pkey);
   Variable h1 = attn_norm_->forward_residual(attn_out_->forward(ctx), x, *attn_dropout_, in.dropout_seed,
                                              in.first_sample, tokens);
-  Variable f = bert_activation(c_.hidden_act, inter_->forward(h1));  // (N, I)
+  Variable f = bert_intermediate(c_.hidden_act, *inter_, h1, !is_training());  // (N, I)
   return out_norm_->forward_residual(out_->forward(f), h1, *out_dropout_, in.dropout_seed, in.first_sample, tokens);
 }
 
@@ -211,7 +222,9 @@ bool BertModel::takes_unpadded_path(const BertInputs& in) const {
   for (int64_t i = 0; i < in.attention_mask.numel(); ++i) real += m[i] != 0;
   const double positions = static_cast<double>(std::max<int64_t>(1, in.attention_mask.numel()));
   const double padding = 1.0 - static_cast<double>(real) / positions;
-  return padding >= kUnpadMinPaddingFraction && pack_tokens(in) != nullptr;
+  const bool predicting = !grad_mode_enabled() && !is_training();
+  if (predicting ? padding <= kUnpadMinPaddingFractionNoGrad : padding < kUnpadMinPaddingFraction) return false;
+  return pack_tokens(in) != nullptr;
 }
 
 BertModel::Output BertModel::forward(const BertInputs& in, bool all_encoder_layers,

@@ -272,6 +272,26 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr, bf16});
 }
 
+Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, GeluForm form) {
+  const bool records = grad_mode_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                         (bias.defined() && bias.requires_grad()));
+  const Tensor& xv = x.value();
+  const Tensor& w = weight.value();
+  const bool fusable = !records && bias.defined() && xv.dtype() == DType::f32 && w.dtype() == DType::f32 &&
+                       bias.value().dtype() == DType::f32 && w.dim() == 2 && xv.dim() >= 1 &&
+                       xv.size(-1) == w.size(1) && w.size(1) > 0 && bias.value().dim() == 1 &&
+                       bias.value().size(0) == w.size(0) && !bf16_product(xv);
+  if (!fusable) return gelu(linear(x, weight, bias), form);
+  const int64_t in = w.size(1), out = w.size(0), n = xv.numel() / in;
+  Shape ys = xv.shape();
+  ys[ys.size() - 1] = out;
+  Tensor y = Tensor::empty(ys, DType::f32);
+  Tensor y2 = y.reshape({n, out});
+  kernels::gemm_activation({1, n, out, in, false, true}, xv.reshape({n, in}), w, y2, bias.value(),
+                           form == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf : kernels::GemmEpilogue::gelu_tanh);
+  return Variable(std::move(y), false);
+}
+
 Variable linear_concat(const Variable& x, const std::vector<Variable>& weights, const std::vector<Variable>& biases) {
   const char* op = "linear_concat";
   const Tensor& xv = x.value();

@@ -96,6 +96,12 @@ enum class GeluForm {
 };
 /// Hendrycks & Gimpel 2016, "Gaussian Error Linear Units", eq. for the exact form and its tanh approximation.
 Variable gelu(const Variable& x, GeluForm form = GeluForm::erf);
+/// gelu(linear(x, weight, bias), form): x (..., in), weight (out, in), bias (out) -> (..., out). Where no gradient
+/// is recorded (under NoGradGuard, or no input requires one) and the product runs in f32, one oneDNN matmul with a
+/// GELU post-op (kernels::gemm_activation: prediction's BERT intermediate layer, as ONNX Runtime's BiasGelu and
+/// FasterTransformer fuse it), whose erf and tanh are oneDNN's approximations: the same values as the two ops to
+/// about 1e-6 relative; otherwise exactly the two ops. Throws as linear() and gelu() do.
+Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, GeluForm form = GeluForm::erf);
 Variable tanh(const Variable& x);
 Variable relu(const Variable& x);
 
