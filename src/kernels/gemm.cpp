@@ -174,9 +174,11 @@ void gemm_f64(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, b
 
 }  // namespace
 
-void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate, const Tensor* bias) {
+void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate, const Tensor* bias,
+          GemmEpilogue act) {
   BERTRAIN_ASSERT(a.numel() == s.batch * s.m * s.k && b.numel() == s.batch * s.k * s.n &&
                   c.numel() == s.batch * s.m * s.n);
+  BERTRAIN_ASSERT(act == GemmEpilogue::none || (!accumulate && s.k > 0 && a.dtype() != DType::f64));
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
     if (!accumulate) c.zero();
@@ -188,7 +190,7 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   }
   BERTRAIN_ASSERT((a.dtype() == DType::f32 || a.dtype() == DType::bf16) && b.dtype() == a.dtype() &&
                   c.dtype() == DType::f32 && (!bias || bias->dtype() == DType::f32));
-  const Prim p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype());
+  const Prim p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype(), act);
   static thread_local dnnl::stream stream(engine());
   dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
   if (bias) {
@@ -197,21 +199,6 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   } else {
     execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   }
-}
-
-void gemm_activation(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, const Tensor& bias,
-                     GemmEpilogue act) {
-  BERTRAIN_ASSERT(s.batch == 1 && a.numel() == s.m * s.k && b.numel() == s.k * s.n && c.numel() == s.m * s.n &&
-                  bias.numel() == s.n);
-  BERTRAIN_ASSERT(a.dtype() == DType::f32 && b.dtype() == DType::f32 && c.dtype() == DType::f32 &&
-                  bias.dtype() == DType::f32);
-  if (s.m == 0 || s.n == 0) return;
-  BERTRAIN_ASSERT(s.k > 0);
-  const Prim p = get_prim_or_throw(s, false, true, DType::f32, act);
-  static thread_local dnnl::stream stream(engine());
-  dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
-  dnnl::memory biasm(p.bias, engine(), bias.raw_data());
-  execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
 }
 
 namespace {

@@ -14,22 +14,18 @@ struct GemmShape {
   bool trans_a = false, trans_b = false;
 };
 
+/// What gemm() applies to each element of its result, inside the product.
+enum class GemmEpilogue { none, gelu_erf, gelu_tanh };
+
 /// a holds batch x (M, K) matrices ((K, M) when trans_a), b batch x (K, N) ((N, K) when trans_b),
 /// c batch x (M, N). When `accumulate`, c += product, else c = product. bias: (N) or null, added to every row.
 /// dtypes: a, b, c, bias all f64; or all f32; or a and b bf16 with c and bias f32 (products accumulated in f32
 /// by oneDNN; AVX512_BF16 kernels when the CPU has them, oneDNN's slower bf16 emulation otherwise).
+/// act: a function applied to each element of the result (product + bias) inside the product, as a oneDNN eltwise
+/// post-op on each block of c while it is in cache (eltwise_gelu_erf, eltwise_gelu_tanh: oneDNN's polynomial
+/// approximations of erf and tanh, a few ulp of f32, not libm's); f32 or bf16 operands only, not with accumulate.
 void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate,
-          const Tensor* bias = nullptr);
-
-/// The function gemm_activation applies to each element of the product (plus bias), inside the product.
-enum class GemmEpilogue { none, gelu_erf, gelu_tanh };
-
-/// c = act(a b + bias) in one oneDNN matmul with an eltwise post-op (eltwise_gelu_erf, eltwise_gelu_tanh), so the
-/// activation runs on each block of c while it is in cache, without a pass of its own. f32 only (a, b, c, bias);
-/// shapes as gemm(), batch 1. Forward only: the pre-activation is not kept. oneDNN evaluates erf and tanh with its
-/// own polynomial approximations (a few ulp of f32), not libm's.
-void gemm_activation(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, const Tensor& bias,
-                     GemmEpilogue act);
+          const Tensor* bias = nullptr, GemmEpilogue act = GemmEpilogue::none);
 
 /// Element strides of one operand of gemm_strided: batch axes 1 and 2, then the row and column of each matrix.
 struct GemmStrides {

@@ -247,7 +247,16 @@ Variable bmm(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
   return product("bmm", a, b, trans_a, trans_b, a.value().dim() - 2);
 }
 
-Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+namespace {
+
+// linear()'s checks and product: y = x W^T + b, with `act` applied inside the product (kernels::gemm's epilogue).
+struct LinearForward {
+  Tensor y, x2;
+  const Tensor* b;
+  bool bf16;
+};
+LinearForward linear_forward(const Variable& x, const Variable& weight, const Variable& bias,
+                             kernels::GemmEpilogue act = kernels::GemmEpilogue::none) {
   const Tensor& xv = x.value();
   const Tensor& w = weight.value();
   detail::check_float("linear", xv);
@@ -263,33 +272,31 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   }
   Shape ys = xv.shape();
   ys[ys.size() - 1] = out;
-  Tensor y = Tensor::empty(ys, xv.dtype());
-  Tensor x2 = xv.reshape({n, in});
-  Tensor y2 = y.reshape({n, out});
-  const bool bf16 = bf16_product(xv);
-  if (bf16) kernels::gemm({1, n, out, in, false, true}, to_bf16(x2), to_bf16(w), y2, false, b);
-  else kernels::gemm({1, n, out, in, false, true}, x2, w, y2, false, b);
-  return detail::record<LinearOp>(y, {x, weight, bias}, {x2, w, xv.shape(), b != nullptr, bf16});
+  LinearForward r{Tensor::empty(ys, xv.dtype()), xv.reshape({n, in}), b, bf16_product(xv)};
+  Tensor y2 = r.y.reshape({n, out});
+  if (r.bf16) kernels::gemm({1, n, out, in, false, true}, to_bf16(r.x2), to_bf16(w), y2, false, b, act);
+  else kernels::gemm({1, n, out, in, false, true}, r.x2, w, y2, false, b, act);
+  return r;
+}
+
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  LinearForward r = linear_forward(x, weight, bias);
+  return detail::record<LinearOp>(r.y, {x, weight, bias},
+                                  {r.x2, weight.value(), x.value().shape(), r.b != nullptr, r.bf16});
 }
 
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, GeluForm form) {
   const bool records = grad_mode_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                         (bias.defined() && bias.requires_grad()));
+                                               (bias.defined() && bias.requires_grad()));
+  // The product's epilogue where nothing is recorded, the operands are f32 and the product is not empty.
   const Tensor& xv = x.value();
-  const Tensor& w = weight.value();
-  const bool fusable = !records && bias.defined() && xv.dtype() == DType::f32 && w.dtype() == DType::f32 &&
-                       bias.value().dtype() == DType::f32 && w.dim() == 2 && xv.dim() >= 1 &&
-                       xv.size(-1) == w.size(1) && w.size(1) > 0 && bias.value().dim() == 1 &&
-                       bias.value().size(0) == w.size(0) && !bf16_product(xv);
-  if (!fusable) return gelu(linear(x, weight, bias), form);
-  const int64_t in = w.size(1), out = w.size(0), n = xv.numel() / in;
-  Shape ys = xv.shape();
-  ys[ys.size() - 1] = out;
-  Tensor y = Tensor::empty(ys, DType::f32);
-  Tensor y2 = y.reshape({n, out});
-  kernels::gemm_activation({1, n, out, in, false, true}, xv.reshape({n, in}), w, y2, bias.value(),
-                           form == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf : kernels::GemmEpilogue::gelu_tanh);
-  return Variable(std::move(y), false);
+  if (records || xv.dtype() != DType::f32 || bf16_product(xv) || xv.dim() == 0 || xv.size(-1) == 0) {
+    return gelu(linear(x, weight, bias), form);
+  }
+  const auto act = form == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf : kernels::GemmEpilogue::gelu_tanh;
+  return Variable(linear_forward(x, weight, bias, act).y, false);
 }
 
 Variable linear_concat(const Variable& x, const std::vector<Variable>& weights, const std::vector<Variable>& biases) {

@@ -5,8 +5,8 @@
 //            "latency_requests": R, "lengths": [...], "tokens_file": f, "out": "result.json"}
 // tokens_file: for each example in file order, its input_ids then its token_type_ids, int32 little-endian, `length`
 // values each (real tokens only). Throughput: batches of B in file order, and length-sorted (longest first, stable),
-// each padded to its longest example; one untimed pass over the same batches first. Latency: R requests of batch 1 (examples in
-// file order, cycling), unpadded, after the same R untimed. Wall time, and the process's CPU time (user + system)
+// each padded to its longest example; one untimed pass over the same batches first. Latency: R requests of batch 1
+// (examples in file order, cycling), unpadded, after the same R untimed. Wall time, and the process's CPU time (user + system)
 // beside it, which a busy machine disturbs less. Writes {"throughput": {...}, "latency": {...}} to `out`.
 'use strict';
 const fs = require('fs');

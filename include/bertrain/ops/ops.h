@@ -98,7 +98,7 @@ enum class GeluForm {
 Variable gelu(const Variable& x, GeluForm form = GeluForm::erf);
 /// gelu(linear(x, weight, bias), form): x (..., in), weight (out, in), bias (out) -> (..., out). Where no gradient
 /// is recorded (under NoGradGuard, or no input requires one) and the product runs in f32, one oneDNN matmul with a
-/// GELU post-op (kernels::gemm_activation: prediction's BERT intermediate layer, as ONNX Runtime's BiasGelu and
+/// GELU post-op (kernels::gemm with GemmEpilogue: prediction's BERT intermediate layer, as ONNX Runtime's BiasGelu and
 /// FasterTransformer fuse it), whose erf and tanh are oneDNN's approximations: the same values as the two ops to
 /// about 1e-6 relative; otherwise exactly the two ops. Throws as linear() and gelu() do.
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, GeluForm form = GeluForm::erf);

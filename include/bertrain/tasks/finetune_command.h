@@ -52,7 +52,7 @@ struct FinetuneCommandOptions {
   PaddingOptions padding;
   /// The encoder path (--unpad auto|always|never, models/bert.h Unpad) in training, evaluation and prediction:
   /// by default the unpadded encoder for training batches with at least kUnpadMinPaddingFraction padding, and for
-  /// any padding without gradients (kUnpadMinPaddingFractionNoGrad).
+  /// any padding in evaluation and prediction (kUnpadMinPaddingFractionNoGrad).
   Unpad unpad = Unpad::automatic;
   /// The finetuning loop's options (train/finetune.h), with the flags' names: output_dir, train_batch_size,
   /// learning_rate, num_train_epochs, warmup_proportion, max_steps, seed, save_checkpoints_steps, optimizer,
