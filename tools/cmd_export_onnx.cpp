@@ -51,7 +51,7 @@ Registrar reg{{"export-onnx", "a checkpoint with its head as an ONNX model (for 
                  sub.add_option("--vocab_file", f->o.vocab_file, "vocab.txt to ship (default: the checkpoint's)");
                  sub.add_option("--do_lower_case", f->do_lower_case,
                                 "true|false for tokenizer_config.json (default: the checkpoint's tokenizer_config.json, "
-                                "else true)");
+                                "else its Google model name or vocabulary, as the finetuning commands decide, else true)");
                  return std::function<int()>([f] { return run_export(*f); });
                }}};
 

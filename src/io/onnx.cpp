@@ -26,6 +26,7 @@
 #include "bertrain/core/version.h"
 #include "bertrain/io/atomic_file.h"
 #include "bertrain/io/checkpoint.h"
+#include "bertrain/io/checkpoint_files.h"
 #include "bertrain/io/config.h"
 #include "bertrain/io/safetensors.h"
 #include "bertrain/io/tf_bert.h"
@@ -762,8 +763,14 @@ OnnxExportResult export_onnx(const OnnxExportOptions& o) {
       if (j.contains("tokenize_chinese_chars") && j["tokenize_chinese_chars"].is_boolean())
         tok.tokenize_chinese_chars = j["tokenize_chinese_chars"].get<bool>();
     } else {
-      r.warnings.push_back("no tokenizer_config.json beside the checkpoint: do_lower_case true assumed "
-                           "(--do_lower_case sets it)");
+      // The checkpoint's casing as the finetuning commands decide it (its TF model name, else its vocabulary).
+      const CheckpointFiles cf = read_checkpoint_files(o.checkpoint, o.bert_config_file);
+      if (cf.do_lower_case) {
+        tok.do_lower_case = *cf.do_lower_case;
+      } else {
+        r.warnings.push_back("no tokenizer_config.json beside the checkpoint and its vocabulary does not tell its "
+                             "casing: do_lower_case true assumed (--do_lower_case sets it)");
+      }
     }
   }
 

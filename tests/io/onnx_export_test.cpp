@@ -502,3 +502,28 @@ TEST(OnnxExport, ResolvesTheTask) {
 }
 
 }  // namespace
+
+// Without tokenizer_config.json the exported tokenizer takes its casing as the finetuning commands do: from the
+// vocabulary (no upper-case token: uncased; 1% or more: cased).
+TEST(OnnxExport, CasingFromTheVocabularyWithoutTokenizerConfig) {
+  const fs::path src = golden_checkpoint("gelu", OnnxTask::encoder);
+  for (const bool cased : {false, true}) {
+    const fs::path ck = tmp() / (cased ? "casing_cased" : "casing_uncased");
+    fs::create_directories(ck);
+    for (const auto& e : fs::directory_iterator(src))
+      fs::copy_file(e.path(), ck / e.path().filename(), fs::copy_options::overwrite_existing);
+    ASSERT_FALSE(fs::exists(ck / "tokenizer_config.json"));
+    std::string vocab;
+    for (const std::string& line : test::split_lines(test::read_file((src / "vocab.txt").string())))
+      vocab += (cased && line.rfind("tok", 0) == 0 ? "Tok" + line.substr(3) : line) + "\n";
+    test::write_file(ck / "vocab.txt", vocab);
+    OnnxExportOptions o;
+    o.checkpoint = ck.string();
+    o.output = (ck / "out" / "model.onnx").string();
+    o.task = OnnxTask::encoder;
+    fs::create_directories(ck / "out");
+    export_onnx(o);
+    const json tc = json::parse(test::read_file((ck / "out" / "tokenizer_config.json").string()));
+    EXPECT_EQ(tc["do_lower_case"], !cased) << (cased ? "cased" : "uncased") << " vocabulary";
+  }
+}
