@@ -34,3 +34,31 @@ for side in ("bertrain", "onnxruntime", "onnxruntime_torch_export"):
     assert lat["requests"] == 5 and 0 < lat["p50_ms"] <= lat["p99_ms"], lat
 print("bench predict smoke: ok")
 PY
+# --model: a random-weight checkpoint of a named size with the given vocabulary, written into --work_dir and
+# exported from there; the temporary work directory of a run without --work_dir is removed, errors included.
+"$build/bertrain" --num_threads 1 bench predict --model tiny --vocab_file "$src/data/checkpoints/bert-mini-en/vocab.txt" \
+  --data_dir "$src/tests/fixtures/glue/QNLI" --batch_size 4 --latency_requests 5 --torch_export=false \
+  --work_dir "$t/work" --json_out "$t/tiny.jsonl" > "$t/stdout-tiny"
+grep -q "^onnxruntime length-sorted, padded to longest" "$t/stdout-tiny"
+test -f "$t/work/random-tiny/model.safetensors" && test -f "$t/work/random-tiny/vocab.txt"
+/usr/bin/python3 - "$t/tiny.jsonl" "$t/work/random-tiny/config.json" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+c = json.load(open(sys.argv[2]))
+assert r["random_model"] == "tiny" and r["task"] == "encoder", r
+assert c["num_hidden_layers"] == 2 and c["hidden_size"] == 128, c
+assert r["onnxruntime"]["latency"]["requests"] == 5 and "onnxruntime_torch_export" not in r, r
+print("bench predict --model: ok")
+PY
+mkdir -p "$t/tmp"
+for bad in "--model tiny" "--model tiny --vocab_file $t/missing.txt" \
+  "--model tiny --vocab_file $src/data/checkpoints/bert-mini-en/vocab.txt --checkpoint $src/data/checkpoints/bert-mini-en"; do
+  # shellcheck disable=SC2086  # the flags split on spaces on purpose
+  if TMPDIR="$t/tmp" "$build/bertrain" bench predict $bad --data_dir "$src/tests/fixtures/glue/QNLI" 2> "$t/err"; then
+    echo "bench predict $bad: expected a non-zero exit"; exit 1
+  fi
+  [ "$(wc -l < "$t/err")" -eq 1 ] || { echo "bench predict $bad: expected one error line:"; cat "$t/err"; exit 1; }
+  cat "$t/err"
+done
+[ -z "$(ls -A "$t/tmp")" ] || { echo "temporary work directories left behind"; exit 1; }
+echo "bench predict bad --model combinations: ok"

@@ -44,7 +44,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct PredictBenchFlags {
-  std::string checkpoint, task_name = "QNLI", data_dir, do_lower_case = "true", work_dir, json_out;
+  std::string checkpoint, model, vocab_file, task_name = "QNLI", data_dir, do_lower_case = "true", work_dir, json_out;
   std::string ort_runtime = std::string(BERTRAIN_SOURCE_DIR) + "/.deps/onnxruntime/node_modules/onnxruntime-node";
   std::string ort_script = std::string(BERTRAIN_SOURCE_DIR) + "/tools/bench/ort_predict.js";
   int max_seq_length = 128;
@@ -124,9 +124,41 @@ nlohmann::json to_json(const Throughput& t) {
           {"padding_share", 1.0 - static_cast<double>(t.real_tokens) / t.positions}};
 }
 
-int run_predict_bench(const PredictBenchFlags& f) {
+/// A checkpoint of `model` (a bench size name or a config .json) with random weights (seed 0) and `vocab_file`'s
+/// vocabulary, written to `dir`: the speed of a size for which no trained checkpoint is at hand (prediction's cost
+/// does not depend on the weights' values).
+std::string write_random_checkpoint(const std::string& model, const std::string& vocab_file, const fs::path& dir) {
+  BERTRAIN_CHECK(fs::is_regular_file(vocab_file), "bench predict: --vocab_file '", vocab_file, "' does not exist");
+  BertConfig cfg = bench_model_config(model);
+  Rng rng(0);
+  BertModel m(cfg, rng);
+  const fs::path out = dir / ("random-" + fs::path(model).stem().string());
+  save_model(out.string(), m, cfg);
+  fs::copy_file(vocab_file, out / "vocab.txt", fs::copy_options::overwrite_existing);
+  return out.string();
+}
+
+int run_predict_bench(PredictBenchFlags f) {
   BERTRAIN_CHECK(f.batch_size >= 1, "bench predict: --batch_size must be >= 1, got ", f.batch_size);
   BERTRAIN_CHECK(f.latency_requests >= 1, "bench predict: --latency_requests must be >= 1, got ", f.latency_requests);
+  BERTRAIN_CHECK(f.checkpoint.empty() != f.model.empty(),
+                 "bench predict: give either --checkpoint or --model (with --vocab_file), not ",
+                 f.checkpoint.empty() ? "neither" : "both");
+  BERTRAIN_CHECK(f.model.empty() || !f.vocab_file.empty(), "bench predict: --model needs --vocab_file");
+  std::string work = f.work_dir;
+  if (work.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "bertrain-bench-predict-XXXXXX").string();
+    BERTRAIN_CHECK(::mkdtemp(tmpl.data()) != nullptr, "bench predict: cannot create a temporary directory");
+    work = tmpl;
+  }
+  struct RemoveTemporary {  // the temporary work directory goes on every exit, errors included
+    std::string dir;
+    ~RemoveTemporary() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } remove_temporary{f.work_dir.empty() ? work : std::string()};
+  if (!f.model.empty()) f.checkpoint = write_random_checkpoint(f.model, f.vocab_file, work);
   const BertConfig cfg = load_bert_config(default_config_file(f.checkpoint));
   BERTRAIN_CHECK(f.max_seq_length <= cfg.max_position_embeddings, "bench predict: --max_seq_length ", f.max_seq_length,
                  " exceeds max_position_embeddings ", cfg.max_position_embeddings);
@@ -148,12 +180,6 @@ int run_predict_bench(const PredictBenchFlags& f) {
   // The model: the checkpoint's classifier when it has one, else its encoder (the prediction path's cost either way).
   OnnxExportOptions eo;
   eo.checkpoint = f.checkpoint;
-  std::string work = f.work_dir;
-  if (work.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "bertrain-bench-predict-XXXXXX").string();
-    BERTRAIN_CHECK(::mkdtemp(tmpl.data()) != nullptr, "bench predict: cannot create a temporary directory");
-    work = tmpl;
-  }
   eo.output = (fs::path(work) / "model.onnx").string();
   Rng rng(0);
   Predictor p;
@@ -191,6 +217,7 @@ int run_predict_bench(const PredictBenchFlags& f) {
   const std::vector<int64_t> sorted = tasks::length_sorted_order(lengths);
   nlohmann::json out{{"checkpoint", f.checkpoint}, {"task", onnx_task_name(eo.task)}, {"file", dev.path}, {"examples", n},
                      {"mean_tokens", mean_len}, {"batch_size", f.batch_size}, {"threads", num_threads()}};
+  if (!f.model.empty()) out["random_model"] = f.model;
   std::printf("%-40s %9s %11s %9s %11s %9s %8s\n", "path (per wall second, per CPU second)", "seq/s", "real tok/s",
               "seq/cpu-s", "tok/cpu-s", "padding", "seconds");
   const Throughput bs = bertrain_throughput(p, feats, sorted, f.batch_size, {false, 8});
@@ -276,7 +303,6 @@ int run_predict_bench(const PredictBenchFlags& f) {
       run_ort(tm, "ort_torch", "onnxruntime_torch_export", "onnxruntime (torch.onnx.export)");
     }
   }
-  if (f.work_dir.empty()) fs::remove_all(work);
   if (!f.json_out.empty()) {
     std::ofstream j(f.json_out, std::ios::app);
     BERTRAIN_CHECK(j.good(), "bench predict: cannot open --json_out '", f.json_out, "'");
@@ -290,7 +316,11 @@ BenchRegistrar reg{{"predict",
                     "exported model, on a task's dev file",
                     [](CLI::App& sub) {
                       auto f = std::make_shared<PredictBenchFlags>();
-                      sub.add_option("--checkpoint", f->checkpoint, "checkpoint directory with vocab.txt")->required();
+                      sub.add_option("--checkpoint", f->checkpoint, "checkpoint directory with vocab.txt");
+                      sub.add_option("--model", f->model,
+                                     "instead of --checkpoint: tiny, mini, small, base or a config .json, with random "
+                                     "weights (seed 0; the speed does not depend on them) and --vocab_file");
+                      sub.add_option("--vocab_file", f->vocab_file, "BERT vocab.txt for --model");
                       sub.add_option("--task_name", f->task_name, "GLUE task whose dev.tsv is read (default QNLI)");
                       sub.add_option("--data_dir", f->data_dir, "directory holding the task's dev file")->required();
                       sub.add_option("--do_lower_case", f->do_lower_case, "true|false (default true)");
