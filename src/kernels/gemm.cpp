@@ -203,6 +203,80 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
 
 namespace {
 
+// Primitives whose weights are in the layout oneDNN picks (format_tag::any): key = M, N, K, bias, act.
+using PackedKey = std::tuple<int64_t, int64_t, int64_t, bool, GemmEpilogue>;
+std::map<PackedKey, Prim> g_packed_cache;
+
+Prim get_packed_prim(int64_t m, int64_t n, int64_t k, bool has_bias, GemmEpilogue act) {
+  PackedKey key{m, n, k, has_bias, act};
+  std::lock_guard<std::mutex> g(g_mu);
+  auto it = g_packed_cache.find(key);
+  if (it != g_packed_cache.end()) return it->second;
+  make_room(g_packed_cache);
+  Prim p;
+  using dt = dnnl::memory::data_type;
+  p.a = dnnl::memory::desc({m, k}, dt::f32, dnnl::memory::dims{k, 1});
+  p.b = dnnl::memory::desc({k, n}, dt::f32, dnnl::memory::format_tag::any);
+  p.c = dnnl::memory::desc({m, n}, dt::f32, dnnl::memory::dims{n, 1});
+  dnnl::primitive_attr attr = base_attr();
+  if (act != GemmEpilogue::none) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, act == GemmEpilogue::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
+                                                          : dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
+  if (has_bias) p.bias = dnnl::memory::desc({1, n}, dt::f32, dnnl::memory::dims{n, 1});
+  const dnnl::matmul::primitive_desc pd(
+      has_bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c) : dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
+  p.prim = dnnl::matmul(pd);
+  p.b = pd.weights_desc();  // the layout it wants
+  p.scratchpad = pd.scratchpad_desc();
+  return g_packed_cache.emplace(key, std::move(p)).first->second;
+}
+
+struct PackedImpl {
+  dnnl::memory mem;  // owns the reordered weights
+};
+
+}  // namespace
+
+PackedWeights pack_weights(const Tensor& w) {
+  BERTRAIN_CHECK(w.dim() == 2 && w.dtype() == DType::f32, "pack_weights: expected f32 (N, K) weights, got ", w.desc());
+  const int64_t n = w.size(0), k = w.size(1);
+  BERTRAIN_CHECK(n > 0 && k > 0, "pack_weights: empty weights ", w.desc());
+  // The layout of the primitive for M = 1 (the same for every M on BERT's shapes; gemm_packed checks it per M).
+  const Prim p = get_packed_prim(1, n, k, false, GemmEpilogue::none);
+  auto impl = std::make_shared<PackedImpl>();
+  impl->mem = dnnl::memory(p.b, engine());
+  dnnl::memory plain(dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, dnnl::memory::dims{1, k}), engine(),
+                     w.raw_data());
+  static thread_local dnnl::stream stream(engine());
+  dnnl::reorder(plain, impl->mem).execute(stream, plain, impl->mem);
+  stream.wait();
+  return PackedWeights{n, k, impl};
+}
+
+bool gemm_packed(const Tensor& x, const PackedWeights& w, Tensor& y, const Tensor* bias, GemmEpilogue act) {
+  BERTRAIN_ASSERT(w.impl && x.dtype() == DType::f32 && y.dtype() == DType::f32 && x.numel() % w.k == 0);
+  const int64_t m = x.numel() / w.k;
+  BERTRAIN_ASSERT(y.numel() == m * w.n && (!bias || (bias->dtype() == DType::f32 && bias->numel() == w.n)));
+  if (m == 0) return true;
+  const Prim p = get_packed_prim(m, w.n, w.k, bias != nullptr, act);
+  const auto& packed = static_cast<const PackedImpl*>(w.impl.get())->mem;
+  if (!(p.b == packed.get_desc())) return false;
+  static thread_local dnnl::stream stream(engine());
+  dnnl::memory am(p.a, engine(), x.raw_data()), cm(p.c, engine(), y.raw_data());
+  if (bias) {
+    dnnl::memory biasm(p.bias, engine(), bias->raw_data());
+    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
+  } else {
+    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, cm}});
+  }
+  return true;
+}
+
+namespace {
+
 // gemm_strided's own primitive cache: key = dims, the three operands' strides, accumulate.
 using StridedKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, std::array<int64_t, 12>, bool, bool>;
 std::map<StridedKey, Prim> g_strided_cache;

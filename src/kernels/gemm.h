@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "bertrain/core/tensor.h"
 
@@ -26,6 +27,25 @@ enum class GemmEpilogue { none, gelu_erf, gelu_tanh };
 /// approximations of erf and tanh, a few ulp of f32, not libm's); f32 or bf16 operands only, not with accumulate.
 void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool accumulate,
           const Tensor* bias = nullptr, GemmEpilogue act = GemmEpilogue::none);
+
+/// A weight W (N, K) of the product y = x W^T, reordered once into the blocked layout oneDNN's f32 matmul prefers
+/// for it (oneDNN's format_tag::any; on BERT's shapes the same layout for every M), so products with it skip
+/// reading W in its plain layout and packing it on every call: prediction's constant weights, as ONNX Runtime
+/// pre-packs a model's constant MatMul weights when a session loads. Holds a copy (N * K floats, about the size of W).
+struct PackedWeights {
+  int64_t n = 0, k = 0;
+  std::shared_ptr<void> impl;  // the reordered dnnl::memory and its descriptor
+};
+
+/// Packs `w` (f32, (N, K) row-major). Throws bertrain::Error for another dtype or rank.
+PackedWeights pack_weights(const Tensor& w);
+
+/// y (M, N) = x (M, K) W^T + bias (N, or null), act inside the product, with `w` packed by pack_weights; f32 only.
+/// The same values as gemm({1, M, N, K, false, true}, x, W, y, false, bias, act) (the same kernel, the packing done
+/// ahead). Returns false, computing nothing, when oneDNN's primitive for this M wants another weights layout than
+/// the packed one (the caller then calls gemm with W).
+bool gemm_packed(const Tensor& x, const PackedWeights& w, Tensor& y, const Tensor* bias,
+                 GemmEpilogue act = GemmEpilogue::none);
 
 /// Element strides of one operand of gemm_strided: batch axes 1 and 2, then the row and column of each matrix.
 struct GemmStrides {

@@ -64,10 +64,8 @@ Tensor additive_mask(const BertInputs& in, DType dtype) {
 /// with the GELU inside it, where no gradient is recorded). Never in training mode: activation checkpointing
 /// recomputes a layer with gradients and must get the values of its forward bit for bit.
 static Variable bert_intermediate(const std::string& act, const Linear& dense, const Variable& x, bool eval_mode) {
-  if (eval_mode && act == "gelu") return linear_gelu(x, dense.weight(), dense.bias(), GeluForm::erf);
-  if (eval_mode && (act == "gelu_new" || act == "gelu_pytorch_tanh")) {
-    return linear_gelu(x, dense.weight(), dense.bias(), GeluForm::tanh);
-  }
+  if (eval_mode && act == "gelu") return dense.forward_gelu(x, GeluForm::erf);
+  if (eval_mode && (act == "gelu_new" || act == "gelu_pytorch_tanh")) return dense.forward_gelu(x, GeluForm::tanh);
   return bert_activation(act, dense.forward(x));
 }
 

@@ -40,6 +40,11 @@ void Module::train(bool on) {
   for (auto& [n, m] : children_) m->train(on);
 }
 
+void Module::apply(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  for (auto& [n, m] : children_) m->apply(fn);
+}
+
 void Module::zero_grad() {
   for (auto& [n, v] : named_parameters()) v.zero_grad();
 }
@@ -73,7 +78,32 @@ Linear::Linear(int64_t in, int64_t out, bool bias, double init_std, Rng& rng, DT
   if (bias) bias_ = register_parameter("bias", Tensor::zeros({out}, dtype));
 }
 
-Variable Linear::forward(const Variable& x) const { return linear(x, weight_, bias_); }
+Variable Linear::forward(const Variable& x) const {
+  if (packed_ && !is_training() && !grad_mode_enabled()) return linear_prepacked(x, weight_, bias_, *packed_);
+  return linear(x, weight_, bias_);
+}
+
+Variable Linear::forward_gelu(const Variable& x, GeluForm form) const {
+  if (is_training()) return gelu(linear(x, weight_, bias_), form);
+  if (packed_ && !grad_mode_enabled()) return linear_prepacked(x, weight_, bias_, *packed_, &form);
+  return linear_gelu(x, weight_, bias_, form);
+}
+
+void Linear::pack_for_prediction() {
+  if (weight_.dtype() == DType::f32 && weight_.numel() > 0) packed_ = pack_linear(weight_);
+}
+
+void pack_linears_for_prediction(Module& m) {
+  m.apply([](Module& x) {
+    if (auto* l = dynamic_cast<Linear*>(&x)) l->pack_for_prediction();
+  });
+}
+
+void drop_packed_linears(Module& m) {
+  m.apply([](Module& x) {
+    if (auto* l = dynamic_cast<Linear*>(&x)) l->drop_packed();
+  });
+}
 
 LayerNorm::LayerNorm(int64_t features, double eps, DType dtype) : eps_(eps) {
   weight_ = register_parameter("weight", Tensor::full({features}, 1.0, dtype));

@@ -1,6 +1,7 @@
 // matmul.cpp: matmul, bmm and linear, forward and backward side by side; all go through kernels::gemm.
 // Under MatmulPrecision::bf16 the f32 operands are converted to bf16 here, for the forward gemm and again in
 // backward (ops.h explains the contract and why the bf16 copies are not kept).
+#include <array>
 #include <atomic>
 #include <cstring>
 
@@ -297,6 +298,58 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
   }
   const auto act = form == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf : kernels::GemmEpilogue::gelu_tanh;
   return Variable(linear_forward(x, weight, bias, act).y, false);
+}
+
+struct PackedLinear {
+  kernels::PackedWeights w;
+  const void* source = nullptr;           // the weight's data when packed
+  std::array<float, 16> samples{};         // and 16 of its values, evenly spread
+  static std::array<float, 16> sample(const Tensor& t) {
+    std::array<float, 16> r{};
+    const float* p = t.data<float>();
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < 16; ++i) r[static_cast<size_t>(i)] = p[i * (n - 1) / 15];
+    return r;
+  }
+  bool matches(const Tensor& t) const {
+    if (t.raw_data() != source || t.dtype() != DType::f32 || t.dim() != 2 || t.size(0) != w.n || t.size(1) != w.k)
+      return false;
+    const auto now = sample(t);
+    return std::memcmp(now.data(), samples.data(), sizeof(float) * 16) == 0;
+  }
+};
+
+std::shared_ptr<const PackedLinear> pack_linear(const Variable& weight) {
+  const Tensor& w = weight.value();
+  BERTRAIN_CHECK(w.dim() == 2 && w.dtype() == DType::f32 && w.numel() > 0, "pack_linear: expected a non-empty f32 ",
+                 "(out, in) weight, got ", w.desc());
+  auto p = std::make_shared<PackedLinear>();
+  p->w = kernels::pack_weights(w);
+  p->source = w.raw_data();
+  p->samples = PackedLinear::sample(w);
+  return p;
+}
+
+Variable linear_prepacked(const Variable& x, const Variable& weight, const Variable& bias, const PackedLinear& packed,
+                          const GeluForm* gelu) {
+  const bool records = grad_mode_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                               (bias.defined() && bias.requires_grad()));
+  const Tensor& xv = x.value();
+  const Tensor& w = weight.value();
+  auto plain = [&] { return gelu ? linear_gelu(x, weight, bias, *gelu) : linear(x, weight, bias); };
+  if (records || xv.dtype() != DType::f32 || bf16_product(xv) || xv.dim() == 0 || xv.size(-1) != w.size(1) ||
+      (bias.defined() && (bias.dtype() != DType::f32 || bias.value().dim() != 1 || bias.value().size(0) != w.size(0))) ||
+      !packed.matches(w)) {
+    return plain();
+  }
+  Shape ys = xv.shape();
+  ys[ys.size() - 1] = w.size(0);
+  Tensor y = Tensor::empty(ys, DType::f32);
+  const auto act = !gelu ? kernels::GemmEpilogue::none
+                   : *gelu == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf
+                                            : kernels::GemmEpilogue::gelu_tanh;
+  if (!kernels::gemm_packed(xv, packed.w, y, bias.defined() ? &bias.value() : nullptr, act)) return plain();
+  return Variable(y, false);
 }
 
 Variable linear_concat(const Variable& x, const std::vector<Variable>& weights, const std::vector<Variable>& biases) {

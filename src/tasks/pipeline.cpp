@@ -77,6 +77,7 @@ std::shared_ptr<M> load_weights(const Loaded& l, const char* head, const char* w
                    " holds no ", head, ": it is not a ", what, " checkpoint (config.json architectures: ",
                    l.ck.architecture(), ")");
   m->eval();
+  pack_linears_for_prediction(*m);  // constant weights from here on: packed once for every request
   return m;
 }
 

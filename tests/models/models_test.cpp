@@ -310,3 +310,45 @@ TEST(Flops, ClassifierStepOnRealTokens) {
   EXPECT_EQ(p.dense, q.dense);
   EXPECT_EQ(p.attention, q.attention);
 }
+
+// Prediction with packed weights (pack_linears_for_prediction, as the prediction commands run) gives the plain model's
+// values bit for bit, on the padded and the unpadded path, and keeps doing so after the weights change in place (an
+// optimizer step: the packed copies are no longer used) and after drop_packed_linears.
+TEST(Bert, PackedPredictionEqualsThePlainModel) {
+  BertConfig c = tiny_config();
+  c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.0;
+  Rng r1(7), r2(7);
+  BertModel plain(c, r1), packed(c, r2);
+  plain.eval();
+  packed.eval();
+  pack_linears_for_prediction(packed);
+  const int64_t b = 3, t = 9;
+  Tensor ids = Tensor::empty({b, t}, DType::i32), types = Tensor::zeros({b, t}, DType::i32),
+         mask = Tensor::empty({b, t}, DType::i32);
+  for (int64_t i = 0; i < b * t; ++i) {
+    ids.data<int32_t>()[i] = static_cast<int32_t>(5 + (i * 7) % 50);
+    mask.data<int32_t>()[i] = (i % t) < t - 2 * (i / t) ? 1 : 0;  // lengths 9, 7, 5
+  }
+  const BertInputs in{ids, types, mask, 0, 0};
+  NoGradGuard ng;
+  auto same = [](const BertModel::Output& a, const BertModel::Output& x) {
+    for (auto [u, v] : {std::pair{&a.sequence_output, &x.sequence_output}, {&a.pooled_output, &x.pooled_output}})
+      if (u->value().shape() != v->value().shape() ||
+          std::memcmp(u->value().raw_data(), v->value().raw_data(), u->value().nbytes()) != 0)
+        return false;
+    return true;
+  };
+  for (Unpad u : {Unpad::never, Unpad::always}) {
+    plain.set_unpad(u);
+    packed.set_unpad(u);
+    EXPECT_TRUE(same(plain.forward(in), packed.forward(in))) << "unpad " << static_cast<int>(u);
+  }
+  for (Module* m : {static_cast<Module*>(&plain), static_cast<Module*>(&packed)})
+    for (auto& [name, v] : m->named_parameters()) {
+      float* p = v.value().data<float>();
+      for (int64_t i = 0; i < v.numel(); ++i) p[i] = p[i] * 0.75f + 0.01f;
+    }
+  EXPECT_TRUE(same(plain.forward(in), packed.forward(in)));
+  drop_packed_linears(packed);
+  EXPECT_TRUE(same(plain.forward(in), packed.forward(in)));
+}

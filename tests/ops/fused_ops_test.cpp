@@ -406,3 +406,54 @@ TEST(LinearGelu, FusedPredictionEqualsTheTwoOps) {
     }
   }
 }
+
+namespace {
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+}  // namespace
+
+// Packed weights run the same oneDNN kernel with the packing done ahead: the same values bit for bit as linear() and
+// linear_gelu(), for every M (one packed weight serves all), with and without bias.
+TEST(PackedLinear, EqualsTheLinearBitForBit) {
+  for (const auto& dims : std::vector<std::array<int64_t, 2>>{{256, 256}, {256, 1024}, {1024, 256}, {48, 20}}) {
+    const int64_t in = dims[0], out = dims[1];
+    Rng rng(43);
+    const Variable w(Tensor::uniform({out, in}, -1, 1, rng)), b(Tensor::uniform({out}, -1, 1, rng));
+    const auto packed = pack_linear(w);
+    NoGradGuard ng;
+    for (int64_t m : {1, 7, 51, 130}) {
+      const Variable x(Tensor::uniform({1, m, in}, -1, 1, rng));
+      EXPECT_TRUE(same_bits(linear_prepacked(x, w, b, *packed).value(), linear(x, w, b).value())) << in << "x" << out
+                                                                                                  << " m " << m;
+      EXPECT_TRUE(same_bits(linear_prepacked(x, w, Variable(), *packed).value(), linear(x, w, Variable()).value()));
+      for (GeluForm form : {GeluForm::erf, GeluForm::tanh}) {
+        EXPECT_TRUE(same_bits(linear_prepacked(x, w, b, *packed, &form).value(), linear_gelu(x, w, b, form).value()))
+            << in << "x" << out << " m " << m << " form " << static_cast<int>(form);
+      }
+    }
+  }
+}
+
+// A packed weight never gives stale values: rewritten in place (an optimizer step) or replaced (set_value), the
+// weight's current values are used; with gradients it records the linear's node; bad shapes throw as linear() does.
+TEST(PackedLinear, FollowsTheCurrentWeight) {
+  Rng rng(44);
+  Variable w(Tensor::uniform({64, 32}, -1, 1, rng), true);
+  const Variable b(Tensor::uniform({64}, -1, 1, rng));
+  const Variable x(Tensor::uniform({5, 32}, -1, 1, rng));
+  const auto packed = pack_linear(w);
+  {
+    NoGradGuard ng;
+    float* p = w.value().data<float>();
+    for (int64_t i = 0; i < w.numel(); ++i) p[i] *= 0.5f;  // in place, as an optimizer step
+    EXPECT_TRUE(same_bits(linear_prepacked(x, w, b, *packed).value(), linear(x, w, b).value()));
+    w.set_value(Tensor::uniform({64, 32}, -1, 1, rng));  // another tensor
+    EXPECT_TRUE(same_bits(linear_prepacked(x, w, b, *packed).value(), linear(x, w, b).value()));
+    const Variable bad(Tensor::uniform({5, 31}, -1, 1, rng));
+    EXPECT_THROW(linear_prepacked(bad, w, b, *packed), Error);
+  }
+  const Variable y = linear_prepacked(x, w, b, *pack_linear(w));
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_THROW(pack_linear(Variable(Tensor::zeros({4, 4}, DType::f64))), Error);
+}

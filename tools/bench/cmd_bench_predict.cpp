@@ -146,7 +146,12 @@ int run_predict_bench(PredictBenchFlags f) {
                  f.checkpoint.empty() ? "neither" : "both");
   BERTRAIN_CHECK(f.model.empty() || !f.vocab_file.empty(), "bench predict: --model needs --vocab_file");
   std::string work = f.work_dir;
-  if (work.empty()) {
+  if (!work.empty()) {
+    std::error_code ec;
+    fs::create_directories(work, ec);
+    BERTRAIN_CHECK(!ec && fs::is_directory(work), "bench predict: --work_dir '", work, "' cannot be created",
+                   ec ? ": " + ec.message() : std::string());
+  } else {
     std::string tmpl = (fs::temp_directory_path() / "bertrain-bench-predict-XXXXXX").string();
     BERTRAIN_CHECK(::mkdtemp(tmpl.data()) != nullptr, "bench predict: cannot create a temporary directory");
     work = tmpl;
@@ -205,6 +210,7 @@ int run_predict_bench(PredictBenchFlags f) {
     }
   }
   p.model->eval();
+  pack_linears_for_prediction(*p.model);  // as the prediction commands do
   p.bert->set_unpad(Unpad::automatic);
   const double mean_len = std::accumulate(lengths.begin(), lengths.end(), 0.0) / static_cast<double>(n);
   std::printf("bench predict: %s (%s) on %s: %lld examples, mean %.1f tokens (max_seq_length %d), batch %lld, %d threads\n",
@@ -336,7 +342,7 @@ BenchRegistrar reg{{"predict",
                                      "(default true; needs python3-torch)");
                       sub.add_option("--torch_export_script", f->torch_export_script,
                                      "tools/bench/scripts/torch_onnx_export.py");
-                      sub.add_option("--work_dir", f->work_dir, "keep the exported model and token ids here");
+                      sub.add_option("--work_dir", f->work_dir, "keep the exported model and token ids here (created if needed)");
                       sub.add_option("--json_out", f->json_out, "append the results as one JSON line");
                       return std::function<int()>([f] { return run_predict_bench(*f); });
                     }}};

@@ -12,13 +12,44 @@ namespace bertrain {
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, double init_std, Rng& rng, DType dtype = DType::f32);
-  /// x: (..., in) -> (..., out).
+  /// x: (..., in) -> (..., out). In eval mode without gradients, with the packed weight when
+  /// pack_for_prediction() made one (linear_prepacked: the same values).
   Variable forward(const Variable& x) const;
+  /// gelu(forward(x), form) for prediction: in eval mode one product with the GELU inside it (linear_gelu, or
+  /// linear_prepacked with the packed weight); in training mode the two ops (bit-exact recomputation for activation
+  /// checkpointing).
+  Variable forward_gelu(const Variable& x, GeluForm form) const;
+  /// Packs the weight for prediction (pack_linear): forward() and forward_gelu() use it in eval mode without
+  /// gradients while the weight is the one packed with the values it had (linear_prepacked checks; a changed
+  /// weight falls back to the plain product until packed again). f32 weights only; other dtypes are left as they are.
+  void pack_for_prediction();
+  /// Drops the packed weight (its memory goes back); forward() runs the plain product again.
+  void drop_packed() { packed_.reset(); }
   const Variable& weight() const { return weight_; }
   const Variable& bias() const { return bias_; }
 
  private:
   Variable weight_, bias_;
+  std::shared_ptr<const PackedLinear> packed_;
+};
+
+/// pack_for_prediction() on every Linear in `m` (itself and its submodules): what the prediction commands call after
+/// loading a model, before its first request.
+void pack_linears_for_prediction(Module& m);
+/// drop_packed() on every Linear in `m`.
+void drop_packed_linears(Module& m);
+
+/// For one evaluation inside training: packs every Linear of `m` for prediction when made and drops the packed
+/// copies when it ends (they cost about the memory of the weights, and training changes the weights after it).
+class PackedForPrediction {
+ public:
+  explicit PackedForPrediction(Module& m) : m_(m) { pack_linears_for_prediction(m_); }
+  ~PackedForPrediction() { drop_packed_linears(m_); }
+  PackedForPrediction(const PackedForPrediction&) = delete;
+  PackedForPrediction& operator=(const PackedForPrediction&) = delete;
+
+ private:
+  Module& m_;
 };
 
 class Dropout;

@@ -2,6 +2,7 @@
 // (`encoder.layer.0.output.dense.weight`, as Hugging Face), train/eval mode, zero_grad.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,6 +33,8 @@ class Module {
   bool is_training() const { return training_; }
   /// Sets every parameter gradient to zero (keeping its buffer).
   void zero_grad();
+  /// Calls fn on this module and then on every submodule, depth first in registration order.
+  void apply(const std::function<void(Module&)>& fn);
 
  protected:
   /// Registers a leaf parameter that requires a gradient; the name must be unique within this module.

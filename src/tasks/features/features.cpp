@@ -378,6 +378,7 @@ Summary extract_features(const Options& options) {
   LoadReport rep;
   load_model(o.init_checkpoint, model, rep);
   model.eval();
+  pack_linears_for_prediction(model);  // constant weights: packed once for every batch
 
   Summary sum;
   sum.examples = static_cast<int64_t>(feats.size());

@@ -24,12 +24,13 @@ namespace {
 // Eval mode (no dropout) for the duration of an evaluation; the finetuning loop's mode comes back after it.
 class EvalMode {
  public:
-  explicit EvalMode(Module& m) : m_(m), was_training_(m.is_training()) { m.eval(); }
+  explicit EvalMode(Module& m) : m_(m), was_training_(m.is_training()), packed_((m.eval(), m)) {}
   ~EvalMode() { m_.train(was_training_); }
 
  private:
   Module& m_;
   bool was_training_;
+  PackedForPrediction packed_;  // the weights packed for the evaluation's products, dropped after it
 };
 
 // Real tokens of each feature (by its mask, so hand-made features without num_tokens sort right).

@@ -56,6 +56,7 @@ NerEvaluation evaluate_ner(BertForTokenClassification& model, const std::vector<
   NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();
+  const PackedForPrediction packed(model);  // the weights packed for this evaluation's products
   // Batches of similar length (tasks::length_sorted_order); each window's logits go back to its place.
   std::vector<int32_t> lengths;
   for (const NerWindow& w : features.windows) lengths.push_back(w.length + 2);

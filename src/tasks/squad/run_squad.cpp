@@ -23,6 +23,7 @@ RawResults compute_logits(BertForQuestionAnswering& model, const std::vector<Squ
   NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();  // no dropout; the finetuning loop's mode comes back below
+  const PackedForPrediction packed(model);  // the weights packed for this prediction's products
   RawResults r;
   r.start_logits.resize(features.size());
   r.end_logits.resize(features.size());
