@@ -12,6 +12,7 @@
 #          sums; and scripts/make_question_task.py on the SQuAD fixture (labels by its rule).
 #   torch_finetune: bench_torch.py --mode finetune on the same file: the same lengths and positions, batches padded
 #          to their longest, the same FLOP formula. Exit 77 without torch.
+#   request: `bertrain bench request` on bert-tiny at 9 tokens, packed and plain weights: every row, the FLOP count.
 set -euo pipefail
 build=$1 src=$2 mode=$3
 tmp=$(mktemp -d)
@@ -184,6 +185,24 @@ case "$mode" in
       grep -q "$h" "$tmp/out.txt" || { echo "missing '$h' in the printed output"; exit 1; }
     done
     check_json "$tmp/out.jsonl" 1 torch
+    ;;
+  request)
+    # bench request on bert-tiny (2 layers, hidden 128, intermediate 512), 9 tokens: every row, the FLOP count of one
+    # request by the formula 2*T*L*(4H^2 + 2HI) + 4*T^2*H*L + 2*H^2 (pooler), with packed and plain weights.
+    for packed in true false; do
+      "$build/bertrain" --num_threads 1 bench request --model tiny --tokens 9 --reps 3 --peak_seconds 0.05 \
+        --packed=$packed | tee "$tmp/request.txt"
+      for h in "embeddings:" "query, key, value" "attention (QK^T" "intermediate linear + GELU" "output linear" \
+               "pooler:" "sum of the ops" "between the ops" "whole request"; do
+        grep -q "^$h" "$tmp/request.txt" || { echo "missing row '$h'"; exit 1; }
+      done
+      want=$(( 2 * 9 * 2 * (4 * 128 * 128 + 2 * 128 * 512) + 4 * 9 * 9 * 128 * 2 + 2 * 128 * 128 ))
+      mflop=$(sed -n 's/.* \([0-9]*\) MFLOP per request over 2 layers$/\1/p' "$tmp/request.txt")
+      [ "$mflop" = "$(( (want + 500000) / 1000000 ))" ] || { echo "MFLOP per request '$mflop', expected $want FLOP"; exit 1; }
+      grep -q "tokens, 1 threads, $([ $packed = true ] && echo packed || echo plain) weights" "$tmp/request.txt"
+    done
+    "$build/bertrain" bench request --tokens 0 2> "$tmp/err" && { echo "--tokens 0 accepted"; exit 1; }
+    grep -q "tokens must be >= 1" "$tmp/err"
     ;;
   *) echo "bench_test.sh: unknown mode $mode"; exit 2 ;;
 esac

@@ -15,6 +15,7 @@ declare -A bad=(
   [bench optim]="--iters 0"
   [bench predict]="--checkpoint $no --data_dir $no"
   [bench peak]="--seconds 0"
+  [bench request]="--model no_such_model"
   [bench tokenizer]="--vocab_file $no-vocab.txt --input_file $no.txt"
   [bench finetune]="--data_dir $no --vocab_file $no-vocab.txt"
   [bench train]="--models no_such_model"

@@ -1,6 +1,7 @@
-// cmd_bench.cpp: `bertrain bench <name>`, the parent of every benchmark in bench_registry() (finetune, ops, optim,
-// peak, tokenizer, train), and `bench ops`: matmul through bertrain next to oneDNN's primitive called directly, and
-// layer_norm / softmax / gelu forward+backward throughput next to a triad bandwidth measured in the same run.
+// cmd_bench.cpp: `bertrain bench <name>`, the parent of every benchmark in bench_registry() (allreduce, finetune,
+// ops, optim, peak, predict, request, tokenizer, train), and `bench ops`: matmul through bertrain next to oneDNN's
+// primitive called directly, and layer_norm / softmax / gelu forward+backward throughput next to a triad bandwidth
+// measured in the same run.
 #include <omp.h>
 
 #include <cstdio>
@@ -131,7 +132,9 @@ BenchRegistrar ops_reg{{"ops", "matmul GFLOP/s next to oneDNN; elementwise GB/s 
                           return std::function<int()>([] { return run_ops(); });
                         }}};
 
-Registrar reg{{"bench", "benchmarks: bench finetune | ops | optim | peak | tokenizer | train", [](CLI::App& sub) {
+Registrar reg{{"bench",
+               "benchmarks: bench allreduce | finetune | ops | optim | peak | predict | request | tokenizer | train",
+               [](CLI::App& sub) {
                  sub.require_subcommand(1);
                  auto& benches = bench_registry();
                  std::sort(benches.begin(), benches.end(),
