@@ -2,7 +2,8 @@
 # bench_predict_test.sh BUILD_DIR SOURCE_DIR: a smoke run of `bertrain bench predict` on bert-mini-en and the QNLI
 # fixture (one dev example, a few latency requests): all three ran (bertrain, ONNX Runtime on export-onnx's model and
 # on PyTorch's torch.onnx.export of the same weights), the JSON line has every field and sane values (speed itself
-# is measured by the benchmark, not by tests). Exit 77 (skip) without node, ONNX Runtime or python3-torch.
+# is measured by the benchmark, not by tests); then --model (a random-weight tiny checkpoint) and its bad
+# combinations (one error line, no temporary directory left). Exit 77 (skip) without node, ONNX Runtime or python3-torch.
 set -euo pipefail
 build=$1
 src=$2

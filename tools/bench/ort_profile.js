@@ -2,8 +2,8 @@
 // `bertrain bench request`. One request of T tokens (ids 1000.., second half segment B, no padding), the same thread
 // settings as tools/bench/ort_predict.js (intra-op threads N, sequential, all graph optimizations):
 //   1. the median wall time of R requests in a session without profiling (after R/10 untimed ones);
-//   2. a second session with ONNX Runtime's profiler on: per operator type, the kernels' time per request, their
-//      count, and the share of the profiled request. The profiler adds a fixed cost per kernel, so the profiled
+//   2. a second session with ONNX Runtime's profiler on: per operator type, the kernels' mean time per request,
+//      their count, and the share of the profiled request's mean time. The profiler adds a fixed cost per kernel, so the profiled
 //      request is slower than (1); the shares are what it says.
 //   node tools/bench/ort_profile.js MODEL.onnx [--tokens T] [--requests R] [--threads N] [--runtime DIR]
 // Prints a table; writes nothing but ONNX Runtime's own profile JSON into a temporary directory it removes.
@@ -97,12 +97,15 @@ async function main() {
       r.n += 1;
       byType.set(op, r);
     }
-    const runUs = runs.map((e) => e.dur).sort((x, y) => x - y)[Math.floor(a.requests / 2)];
+    // Means per request (the kernels' sum is a mean, so the request's is too); the p50 is printed beside it.
+    const runP50 = runs.map((e) => e.dur).sort((x, y) => x - y)[Math.floor(a.requests / 2)];
+    const runUs = runs.reduce((s, e) => s + e.dur, 0) / a.requests;
     const total = [...byType.values()].reduce((s, r) => s + r.us, 0) / a.requests;
     console.log(`ort_profile: ${a.model}, one request of ${T} tokens, ${a.threads} threads, onnxruntime-node ` +
                 `${require(path.join(a.runtime, 'package.json')).version}`);
     console.log(`whole request without the profiler: p50 ${(1e3 * p50).toFixed(1)} us over ${a.requests} requests`);
-    console.log(`with the profiler: request p50 ${runUs.toFixed(1)} us, kernels ${total.toFixed(1)} us per request`);
+    console.log(`with the profiler: request mean ${runUs.toFixed(1)} us (p50 ${runP50.toFixed(1)} us), kernels ` +
+                `${total.toFixed(1)} us per request (mean); shares of the mean request`);
     console.log(`${'operator'.padEnd(24)} ${'us/request'.padStart(11)} ${'kernels'.padStart(8)} ${'share'.padStart(7)}`);
     for (const [op, r] of [...byType.entries()].sort((x, y) => y[1].us - x[1].us)) {
       console.log(`${op.padEnd(24)} ${(r.us / a.requests).toFixed(1).padStart(11)} ` +
