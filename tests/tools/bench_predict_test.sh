@@ -3,7 +3,7 @@
 # fixture (one dev example, a few latency requests): all three ran (bertrain, ONNX Runtime on export-onnx's model and
 # on PyTorch's torch.onnx.export of the same weights), the JSON line has every field and sane values (speed itself
 # is measured by the benchmark, not by tests); then --model (a random-weight tiny checkpoint) and its bad
-# combinations (one error line, no temporary directory left). Exit 77 (skip) without node, ONNX Runtime or python3-torch.
+# combinations and the outputs a run needs at its end (one error line before any timing, no temporary directory left). Exit 77 (skip) without node, ONNX Runtime or python3-torch.
 set -euo pipefail
 build=$1
 src=$2
@@ -53,7 +53,10 @@ print("bench predict --model: ok")
 PY
 mkdir -p "$t/tmp"
 for bad in "--model tiny" "--model tiny --vocab_file $t/missing.txt" \
-  "--model tiny --vocab_file $src/data/checkpoints/bert-mini-en/vocab.txt --checkpoint $src/data/checkpoints/bert-mini-en"; do
+  "--model tiny --vocab_file $src/data/checkpoints/bert-mini-en/vocab.txt --checkpoint $src/data/checkpoints/bert-mini-en" \
+  "--checkpoint $src/data/checkpoints/bert-mini-en --vocab_file $src/data/checkpoints/bert-mini-en/vocab.txt" \
+  "--checkpoint $t/no_such_checkpoint" "--checkpoint $src/data/checkpoints/bert-mini-en --json_out $t/no_dir/out.jsonl" \
+  "--checkpoint $src/data/checkpoints/bert-mini-en --ort_script $t/no_such.js"; do
   # shellcheck disable=SC2086  # the flags split on spaces on purpose
   if TMPDIR="$t/tmp" "$build/bertrain" bench predict $bad --data_dir "$src/tests/fixtures/glue/QNLI" 2> "$t/err"; then
     echo "bench predict $bad: expected a non-zero exit"; exit 1

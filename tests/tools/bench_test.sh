@@ -203,6 +203,9 @@ case "$mode" in
     done
     "$build/bertrain" bench request --tokens 0 2> "$tmp/err" && { echo "--tokens 0 accepted"; exit 1; }
     grep -q "tokens must be >= 1" "$tmp/err"
+    "$build/bertrain" bench request --checkpoint "$src/data/checkpoints/bert-mini-en" --model base 2> "$tmp/err" \
+      && { echo "--checkpoint with --model accepted"; exit 1; }
+    grep -q "excludes" "$tmp/err"
     ;;
   *) echo "bench_test.sh: unknown mode $mode"; exit 2 ;;
 esac

@@ -145,6 +145,23 @@ int run_predict_bench(PredictBenchFlags f) {
                  "bench predict: give either --checkpoint or --model (with --vocab_file), not ",
                  f.checkpoint.empty() ? "neither" : "both");
   BERTRAIN_CHECK(f.model.empty() || !f.vocab_file.empty(), "bench predict: --model needs --vocab_file");
+  BERTRAIN_CHECK(f.vocab_file.empty() || !f.model.empty(),
+                 "bench predict: --vocab_file is for --model (a checkpoint brings its own vocab.txt)");
+  BERTRAIN_CHECK(f.checkpoint.empty() || fs::exists(f.checkpoint), "bench predict: checkpoint '", f.checkpoint,
+                 "' does not exist");
+  // Everything a run needs at its end is checked before any timing starts.
+  if (!f.json_out.empty()) {
+    std::ofstream j(f.json_out, std::ios::app);
+    BERTRAIN_CHECK(j.good(), "bench predict: cannot open --json_out '", f.json_out, "' for appending");
+  }
+  if (f.ort) {
+    BERTRAIN_CHECK(fs::is_regular_file(f.ort_script), "bench predict: --ort_script '", f.ort_script,
+                   "' does not exist");
+    BERTRAIN_CHECK(fs::is_directory(f.ort_runtime), "bench predict: --ort_runtime '", f.ort_runtime,
+                   "' does not exist (scripts/setup.sh installs onnxruntime-node; --ort=false leaves ONNX Runtime out)");
+    BERTRAIN_CHECK(!f.torch_export || fs::is_regular_file(f.torch_export_script), "bench predict: --torch_export_script '",
+                   f.torch_export_script, "' does not exist");
+  }
   std::string work = f.work_dir;
   if (!work.empty()) {
     std::error_code ec;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,6 +38,8 @@ struct RequestBenchFlags {
 int run_request_bench(const RequestBenchFlags& f) {
   BERTRAIN_CHECK(f.tokens >= 1, "bench request: --tokens must be >= 1, got ", f.tokens);
   BERTRAIN_CHECK(f.reps >= 1, "bench request: --reps must be >= 1, got ", f.reps);
+  BERTRAIN_CHECK(f.checkpoint.empty() || std::filesystem::exists(f.checkpoint), "bench request: checkpoint '",
+                 f.checkpoint, "' does not exist");
   const BertConfig c = f.checkpoint.empty() ? bench_model_config(f.model) : load_bert_config(default_config_file(f.checkpoint));
   const int64_t t = f.tokens, h = c.hidden_size, in = c.intermediate_size, nh = c.num_attention_heads;
   BERTRAIN_CHECK(t <= c.max_position_embeddings, "bench request: --tokens ", t, " exceeds max_position_embeddings ",
@@ -152,9 +155,12 @@ BenchRegistrar reg{{"request",
                     "alone, with GFLOP/s against the measured peak",
                     [](CLI::App& sub) {
                       auto f = std::make_shared<RequestBenchFlags>();
-                      sub.add_option("--model", f->model, "tiny, mini, small, base or a config .json (random weights)")
-                          ->capture_default_str();
-                      sub.add_option("--checkpoint", f->checkpoint, "a checkpoint instead of --model (its config and weights)");
+                      auto* model = sub.add_option("--model", f->model,
+                                                   "tiny, mini, small, base or a config .json (random weights)")
+                                        ->capture_default_str();
+                      sub.add_option("--checkpoint", f->checkpoint,
+                                     "a checkpoint instead of --model (its config and weights)")
+                          ->excludes(model);
                       sub.add_option("--tokens", f->tokens, "tokens of the request")->capture_default_str();
                       sub.add_option("--reps", f->reps, "timed calls per measurement (median)")->capture_default_str();
                       sub.add_option("--packed", f->packed,

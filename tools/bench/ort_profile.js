@@ -1,7 +1,7 @@
 // ort_profile.js: where the time of one batch-1 request goes in ONNX Runtime (onnxruntime-node), the counterpart of
 // `bertrain bench request`. One request of T tokens (ids 1000.., second half segment B, no padding), the same thread
 // settings as tools/bench/ort_predict.js (intra-op threads N, sequential, all graph optimizations):
-//   1. the median wall time of R requests in a session without profiling (after R/10 untimed ones);
+//   1. the median wall time of R requests in a session without profiling (after max(10, R/10) untimed ones);
 //   2. a second session with ONNX Runtime's profiler on: per operator type, the kernels' mean time per request,
 //      their count, and the share of the profiled request's mean time. The profiler adds a fixed cost per kernel, so the profiled
 //      request is slower than (1); the shares are what it says.
@@ -24,6 +24,11 @@ function parseArgs(argv) {
   const rest = [];
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
+    if (k === '--help' || k === '-h') {
+      process.stdout.write('usage: node ort_profile.js MODEL.onnx [--tokens T] [--requests R] [--threads N] ' +
+                           '[--runtime DIR]\n');
+      process.exit(0);
+    }
     if (k.startsWith('--')) {
       const name = k.slice(2);
       if (!(name in a)) usage(`unknown flag ${k}`);
