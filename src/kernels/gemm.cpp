@@ -102,6 +102,33 @@ void make_room(Map& cache) {
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
 }
 
+// The attributes of a product: a user scratchpad, then the sum post-op when accumulating and act's eltwise.
+dnnl::primitive_attr product_attr(bool acc, GemmEpilogue act) {
+  dnnl::primitive_attr attr = base_attr();
+  if (acc || act != GemmEpilogue::none) {
+    dnnl::post_ops po;
+    if (acc) po.append_sum(1.0f);
+    if (act != GemmEpilogue::none) {
+      po.append_eltwise(1.0f, act == GemmEpilogue::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
+                                                            : dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    }
+    attr.set_post_ops(po);
+  }
+  return attr;
+}
+
+// Runs a product's primitive on a, b, c and the optional bias, with this thread's stream and scratchpad.
+void execute_product(const Prim& p, void* a, const dnnl::memory& b, void* c, const Tensor* bias) {
+  static thread_local dnnl::stream stream(engine());
+  dnnl::memory am(p.a, engine(), a), cm(p.c, engine(), c);
+  if (bias) {
+    dnnl::memory biasm(p.bias, engine(), bias->raw_data());
+    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
+  } else {
+    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, cm}});
+  }
+}
+
 Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DType::f32,
               GemmEpilogue act = GemmEpilogue::none) {
   Key key{s.batch, s.m, s.n, s.k, s.trans_a, s.trans_b, acc, has_bias, operands, act};
@@ -114,16 +141,7 @@ Prim get_prim(const GemmShape& s, bool acc, bool has_bias, DType operands = DTyp
   p.a = md(s.batch, s.m, s.k, s.trans_a, odt);
   p.b = md(s.batch, s.k, s.n, s.trans_b, odt);
   p.c = md(s.batch, s.m, s.n, false);
-  dnnl::primitive_attr attr = base_attr();
-  if (acc || act != GemmEpilogue::none) {
-    dnnl::post_ops po;
-    if (acc) po.append_sum(1.0f);
-    if (act != GemmEpilogue::none) {
-      po.append_eltwise(1.0f, act == GemmEpilogue::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
-                                                            : dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
-    }
-    attr.set_post_ops(po);
-  }
+  const dnnl::primitive_attr attr = product_attr(acc, act);
   if (has_bias) {
     p.bias = dnnl::memory::desc({1, 1, s.n}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.n, s.n, 1});
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.bias, p.c), attr, engine());
@@ -191,14 +209,7 @@ void gemm(const GemmShape& s, const Tensor& a, const Tensor& b, Tensor& c, bool 
   BERTRAIN_ASSERT((a.dtype() == DType::f32 || a.dtype() == DType::bf16) && b.dtype() == a.dtype() &&
                   c.dtype() == DType::f32 && (!bias || bias->dtype() == DType::f32));
   const Prim p = get_prim_or_throw(s, accumulate, bias != nullptr, a.dtype(), act);
-  static thread_local dnnl::stream stream(engine());
-  dnnl::memory am(p.a, engine(), a.raw_data()), bm(p.b, engine(), b.raw_data()), cm(p.c, engine(), c.raw_data());
-  if (bias) {
-    dnnl::memory biasm(p.bias, engine(), bias->raw_data());
-    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
-  } else {
-    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-  }
+  execute_product(p, a.raw_data(), dnnl::memory(p.b, engine(), b.raw_data()), c.raw_data(), bias);
 }
 
 namespace {
@@ -218,13 +229,7 @@ Prim get_packed_prim(int64_t m, int64_t n, int64_t k, bool has_bias, GemmEpilogu
   p.a = dnnl::memory::desc({m, k}, dt::f32, dnnl::memory::dims{k, 1});
   p.b = dnnl::memory::desc({k, n}, dt::f32, dnnl::memory::format_tag::any);
   p.c = dnnl::memory::desc({m, n}, dt::f32, dnnl::memory::dims{n, 1});
-  dnnl::primitive_attr attr = base_attr();
-  if (act != GemmEpilogue::none) {
-    dnnl::post_ops po;
-    po.append_eltwise(1.0f, act == GemmEpilogue::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
-                                                          : dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
-    attr.set_post_ops(po);
-  }
+  const dnnl::primitive_attr attr = product_attr(false, act);
   if (has_bias) p.bias = dnnl::memory::desc({1, n}, dt::f32, dnnl::memory::dims{n, 1});
   const dnnl::matmul::primitive_desc pd(
       has_bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c) : dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
@@ -264,14 +269,7 @@ bool gemm_packed(const Tensor& x, const PackedWeights& w, Tensor& y, const Tenso
   const Prim p = get_packed_prim(m, w.n, w.k, bias != nullptr, act);
   const auto& packed = static_cast<const PackedImpl*>(w.impl.get())->mem;
   if (!(p.b == packed.get_desc())) return false;
-  static thread_local dnnl::stream stream(engine());
-  dnnl::memory am(p.a, engine(), x.raw_data()), cm(p.c, engine(), y.raw_data());
-  if (bias) {
-    dnnl::memory biasm(p.bias, engine(), bias->raw_data());
-    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
-  } else {
-    execute(p, stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, cm}});
-  }
+  execute_product(p, x.raw_data(), packed, y.raw_data(), bias);
   return true;
 }
 

@@ -282,6 +282,11 @@ LinearForward linear_forward(const Variable& x, const Variable& weight, const Va
 
 }  // namespace
 
+// The GELU of `form` as the product's epilogue.
+static kernels::GemmEpilogue gelu_epilogue(GeluForm form) {
+  return form == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf : kernels::GemmEpilogue::gelu_tanh;
+}
+
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   LinearForward r = linear_forward(x, weight, bias);
   return detail::record<LinearOp>(r.y, {x, weight, bias},
@@ -296,8 +301,7 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
   if (records || xv.dtype() != DType::f32 || bf16_product(xv) || xv.dim() == 0 || xv.size(-1) == 0) {
     return gelu(linear(x, weight, bias), form);
   }
-  const auto act = form == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf : kernels::GemmEpilogue::gelu_tanh;
-  return Variable(linear_forward(x, weight, bias, act).y, false);
+  return Variable(linear_forward(x, weight, bias, gelu_epilogue(form)).y, false);
 }
 
 struct PackedLinear {
@@ -345,9 +349,7 @@ Variable linear_prepacked(const Variable& x, const Variable& weight, const Varia
   Shape ys = xv.shape();
   ys[ys.size() - 1] = w.size(0);
   Tensor y = Tensor::empty(ys, DType::f32);
-  const auto act = !gelu ? kernels::GemmEpilogue::none
-                   : *gelu == GeluForm::erf ? kernels::GemmEpilogue::gelu_erf
-                                            : kernels::GemmEpilogue::gelu_tanh;
+  const auto act = gelu ? gelu_epilogue(*gelu) : kernels::GemmEpilogue::none;
   if (!kernels::gemm_packed(xv, packed.w, y, bias.defined() ? &bias.value() : nullptr, act)) return plain();
   return Variable(y, false);
 }
